@@ -1,0 +1,53 @@
+"""The application factory: everything is built in `create_app`/the lifespan, nothing at import."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from authoric.auth.ratelimit import RateLimiter
+from authoric.auth.secrets import admin_token, jwt_secret
+from authoric.catalog.snapshot import SnapshotCache
+from authoric.db.embedded import embedded_database_url
+from authoric.db.engine import create_engine
+from authoric.http import admin, autocrud, openapi, sessions
+from authoric.http.context import Services
+from authoric.http.errors import install_error_handlers
+from authoric.http.limits import BodyLimit
+from authoric.settings import Settings
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        url = settings.database_url or embedded_database_url(settings.data_dir)
+        engine = create_engine(settings, url)
+        app.state.services = Services(
+            settings=settings, engine=engine, jwt_secret=jwt_secret(settings),
+            admin_token=admin_token(settings), snapshots=SnapshotCache(),
+            token_limiter=RateLimiter(settings.token_rate_limit),
+        )
+        try:
+            yield
+        finally:
+            await engine.dispose()
+
+    app = FastAPI(title="Authoric platform API", version="0.1.0", lifespan=lifespan,
+                  docs_url="/docs", redoc_url=None)
+    install_error_handlers(app)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes,
+                       import_limit=settings.max_import_bytes)
+    app.include_router(admin.router)
+    app.include_router(openapi.router)
+    app.include_router(sessions.router)
+    app.include_router(autocrud.router)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """Factory for `uvicorn --factory` (used by `authoric serve --workers N`)."""
+    return create_app(Settings())

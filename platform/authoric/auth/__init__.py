@@ -1,0 +1,1 @@
+"""Authentication: passwords, signed tokens, sessions (refresh rotation), the admin token."""

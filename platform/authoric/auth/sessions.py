@@ -1,0 +1,122 @@
+"""Sessions: password login, refresh-token rotation with family revocation on reuse, logout."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import uuid
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+from uuid6 import uuid7
+
+from authoric.auth import tokens
+from authoric.auth.passwords import verify_password
+from authoric.catalog.apps import app_settings
+from authoric.db import tables as t
+from authoric.errors import Unauthenticated, ValidationFailed
+
+BAD_LOGIN = "wrong email or password"
+
+
+async def login(conn: AsyncConnection, secret: str, app: Any, body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise ValidationFailed("a JSON object with email and password is expected")
+    email, password, org = body.get("email"), body.get("password"), body.get("org")
+    if not isinstance(email, str) or not isinstance(password, str):
+        raise ValidationFailed("`email` and `password` are required strings",
+                               {"fields": ["email", "password"]})
+    if org is not None and not isinstance(org, str):
+        raise ValidationFailed("`org` is an org uid", {"field": "org"})
+    user = (await conn.execute(select(t.users).where(
+        t.users.c.app_uid == app["uid"], t.users.c.email == email.strip().lower()))).first()
+    if not verify_password(user.password_hash if user else None, password) or user is None:
+        raise Unauthenticated(BAD_LOGIN)
+    org_uid = await _login_org(conn, user.uid, org)
+    return await _issue(conn, secret, app, user.uid, org_uid, uuid7())
+
+
+async def _login_org(conn: AsyncConnection, user_uid: uuid.UUID, org: str | None) -> uuid.UUID:
+    orgs = list((await conn.execute(select(t.members.c.org_uid).where(
+        t.members.c.user_uid == user_uid))).scalars())
+    if org is None:
+        if len(orgs) == 1:
+            return orgs[0]
+        raise ValidationFailed("`org` is required: the user belongs to several orgs or none",
+                               {"field": "org"})
+    try:
+        wanted = uuid.UUID(org)
+    except ValueError as exc:
+        raise Unauthenticated(BAD_LOGIN) from exc
+    if wanted not in orgs:
+        raise Unauthenticated(BAD_LOGIN)
+    return wanted
+
+
+async def _issue(conn: AsyncConnection, secret: str, app: Any, user_uid: uuid.UUID,
+                 org_uid: uuid.UUID, family: uuid.UUID) -> dict[str, Any]:
+    settings = app_settings(app["settings"])
+    now = time.time()
+    refresh_jti = uuid7()
+    refresh_exp = now + settings.refresh_token_ttl
+    await conn.execute(t.refresh_tokens.insert().values(
+        jti=refresh_jti, family=family, app_uid=app["uid"], user_uid=user_uid, org_uid=org_uid,
+        expires_at=dt.datetime.fromtimestamp(refresh_exp, dt.UTC)))
+    access = tokens.Claims(app["uid"], user_uid, org_uid, uuid7(),
+                           now + settings.access_token_ttl, tokens.ACCESS)
+    refresh = tokens.Claims(app["uid"], user_uid, org_uid, refresh_jti, refresh_exp,
+                            tokens.REFRESH)
+    return {
+        "access_token": tokens.encode(secret, access),
+        "refresh_token": tokens.encode(secret, refresh),
+        "token_type": "Bearer",
+        "expires_in": settings.access_token_ttl,
+    }
+
+
+def _refresh_claims(secret: str, app: Any, body: Any) -> tokens.Claims:
+    raw = body.get("refresh_token") if isinstance(body, dict) else None
+    if not isinstance(raw, str):
+        raise ValidationFailed("`refresh_token` is required", {"field": "refresh_token"})
+    try:
+        claims = tokens.decode(secret, raw, tokens.REFRESH)
+    except Unauthenticated:
+        raise
+    except Exception as exc:  # an expired refresh token is simply not valid any more
+        raise Unauthenticated("invalid refresh token") from exc
+    if claims.app_uid != app["uid"]:
+        raise Unauthenticated("token of another app")
+    return claims
+
+
+async def refresh(conn: AsyncConnection, secret: str, app: Any, body: Any) -> dict[str, Any]:
+    claims = _refresh_claims(secret, app, body)
+    row = (await conn.execute(select(t.refresh_tokens).where(
+        t.refresh_tokens.c.jti == claims.jti).with_for_update())).first()
+    if row is None or row.revoked_at is not None:
+        raise Unauthenticated("refresh token revoked")
+    if row.spent_at is not None:
+        await _revoke_family(conn, row.family)
+        raise Unauthenticated("refresh token reused; the session is revoked", {"revoked": True})
+    member = (await conn.execute(select(t.members.c.user_uid).where(
+        t.members.c.org_uid == row.org_uid, t.members.c.user_uid == row.user_uid))).first()
+    if member is None:
+        raise Unauthenticated("membership revoked")
+    await conn.execute(update(t.refresh_tokens).where(t.refresh_tokens.c.jti == row.jti)
+                       .values(spent_at=func.now()))
+    return await _issue(conn, secret, app, row.user_uid, row.org_uid, row.family)
+
+
+async def logout(conn: AsyncConnection, secret: str, app: Any, body: Any) -> None:
+    claims = _refresh_claims(secret, app, body)
+    row = (await conn.execute(select(t.refresh_tokens.c.family).where(
+        t.refresh_tokens.c.jti == claims.jti))).first()
+    if row is not None:
+        await _revoke_family(conn, row.family)
+
+
+async def _revoke_family(conn: AsyncConnection, family: uuid.UUID) -> None:
+    await conn.execute(update(t.refresh_tokens).where(
+        t.refresh_tokens.c.family == family, t.refresh_tokens.c.revoked_at.is_(None),
+    ).values(revoked_at=func.now()))

@@ -1,0 +1,76 @@
+"""Signed tokens (PyJWT, HS256 only): access tokens bound to app, user and org, and refresh tokens.
+
+Decoding is strict: the algorithm list is pinned, `alg: none` and any `kid` are refused, every
+claim must be present with its type, and the token type must match where it is used.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import jwt
+
+from authoric.errors import TokenExpired, Unauthenticated
+
+ALGORITHM = "HS256"
+ISSUER = "authoric"
+ACCESS, REFRESH = "access", "refresh"
+_REQUIRED = ["exp", "iat", "iss", "aud", "sub", "org", "typ", "jti"]
+
+
+@dataclass(frozen=True)
+class Claims:
+    app_uid: uuid.UUID
+    user_uid: uuid.UUID
+    org_uid: uuid.UUID
+    jti: uuid.UUID
+    expires_at: float
+    token_type: str
+
+
+def encode(secret: str, claims: Claims) -> str:
+    now = int(time.time())
+    payload = {
+        "iss": ISSUER, "aud": f"app:{claims.app_uid}", "sub": str(claims.user_uid),
+        "org": str(claims.org_uid), "typ": claims.token_type, "jti": str(claims.jti),
+        "iat": now, "exp": int(claims.expires_at),
+    }
+    return jwt.encode(payload, secret, algorithm=ALGORITHM)
+
+
+def decode(secret: str, token: str, token_type: str) -> Claims:
+    """The claims of a valid token of `token_type`; 401 for anything else."""
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError as exc:
+        raise Unauthenticated("malformed token") from exc
+    if header.get("alg") != ALGORITHM or set(header) - {"alg", "typ"}:
+        raise Unauthenticated("token header not accepted")
+    try:
+        payload = jwt.decode(
+            token, secret, algorithms=[ALGORITHM], issuer=ISSUER,
+            options={"require": _REQUIRED, "verify_aud": False},
+        )
+    except jwt.ExpiredSignatureError as exc:
+        raise TokenExpired("the access token has expired") from exc
+    except jwt.PyJWTError as exc:
+        raise Unauthenticated("invalid token") from exc
+    return _claims(payload, token_type)
+
+
+def _claims(payload: dict[str, Any], token_type: str) -> Claims:
+    if payload.get("typ") != token_type:
+        raise Unauthenticated(f"not an {token_type} token")
+    aud = payload.get("aud")
+    try:
+        if not isinstance(aud, str) or not aud.startswith("app:"):
+            raise ValueError(aud)
+        if not all(isinstance(payload[k], str) for k in ("sub", "org", "jti")):
+            raise ValueError("claims")
+        return Claims(uuid.UUID(aud[4:]), uuid.UUID(payload["sub"]), uuid.UUID(payload["org"]),
+                      uuid.UUID(payload["jti"]), float(payload["exp"]), token_type)
+    except (ValueError, TypeError) as exc:
+        raise Unauthenticated("token claims are malformed") from exc

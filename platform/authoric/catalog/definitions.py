@@ -1,0 +1,164 @@
+"""Table definitions: create, change and drop user tables (definition row + DDL, one transaction)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from alembic.migration import MigrationContext
+from alembic.operations import Operations
+from pydantic import ValidationError
+from sqlalchemy import MetaData, delete, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from authoric.catalog.apps import bump_version, find_app
+from authoric.catalog.model import ColumnDef, TableDef, check_columns
+from authoric.catalog.model import Operations as TableOperations
+from authoric.catalog.names import check_name
+from authoric.catalog.schema import compile_table, physical_column, schema_name
+from authoric.catalog.snapshot import load_snapshot
+from authoric.db import tables as t
+from authoric.errors import Conflict, NotFound, ValidationFailed, invalid_body
+
+
+async def list_tables(conn: AsyncConnection, app_ref: str) -> list[dict[str, Any]]:
+    app = await find_app(conn, app_ref)
+    docs = (await conn.execute(select(t.app_tables.c.definition)
+                               .where(t.app_tables.c.app_uid == app["uid"])
+                               .order_by(t.app_tables.c.created_at))).scalars()
+    return list(docs)
+
+
+async def get_table(conn: AsyncConnection, app_ref: str, name: str) -> TableDef:
+    app = await find_app(conn, app_ref)
+    return await _definition(conn, app["uid"], name)
+
+
+async def _definition(conn: AsyncConnection, app_uid: uuid.UUID, name: str) -> TableDef:
+    doc = (await conn.execute(select(t.app_tables.c.definition).where(
+        t.app_tables.c.app_uid == app_uid, t.app_tables.c.name == name))).scalar()
+    if doc is None:
+        raise NotFound(f"no table {name!r}", {"table": name})
+    return TableDef.model_validate(doc)
+
+
+def _parse(body: Any) -> TableDef:
+    if not isinstance(body, dict):
+        raise ValidationFailed("a table definition is a JSON object")
+    try:
+        return TableDef.model_validate(body)
+    except ValidationError as exc:
+        raise invalid_body(exc, "invalid table definition") from exc
+
+
+async def create_table(conn: AsyncConnection, app_ref: str, body: Any) -> TableDef:
+    definition = _parse(body)
+    check_name(definition.name, "table")
+    check_columns(definition.columns, set())
+    app = await find_app(conn, app_ref)
+    snapshot = await load_snapshot(conn, app["uid"])
+    if definition.name in snapshot.tables:
+        raise Conflict(f"table {definition.name!r} exists", {"table": definition.name})
+    _check_references(definition.columns, set(snapshot.tables) | {definition.name})
+    metadata = MetaData()
+    for other in snapshot.tables.values():
+        compile_table(app["uid"], other.definition, metadata)
+    compiled = compile_table(app["uid"], definition, metadata)
+    await conn.run_sync(lambda sync: compiled.table.create(sync))
+    await conn.execute(t.app_tables.insert().values(
+        app_uid=app["uid"], name=definition.name, definition=definition.public()))
+    await bump_version(conn, app["uid"])
+    return definition
+
+
+def _check_references(columns: list[ColumnDef], tables: set[str]) -> None:
+    for column in columns:
+        if column.type == "reference" and column.references not in tables:
+            raise ValidationFailed(
+                f"column {column.name!r} references unknown table {column.references!r}",
+                {"column": column.name, "references": column.references})
+
+
+async def patch_table(conn: AsyncConnection, app_ref: str, name: str, body: Any) -> TableDef:
+    if not isinstance(body, dict) or set(body) - {"operations", "addColumns", "dropColumns"}:
+        raise ValidationFailed("a table change takes operations, addColumns and dropColumns")
+    app = await find_app(conn, app_ref)
+    definition = await _definition(conn, app["uid"], name)
+    try:
+        if "operations" in body:
+            merged = {**definition.operations.model_dump(), **(body["operations"] or {})}
+            definition.operations = TableOperations.model_validate(merged)
+        added = [ColumnDef.model_validate(c) for c in body.get("addColumns") or []]
+    except ValidationError as exc:
+        raise invalid_body(exc, "invalid table change") from exc
+    dropped = body.get("dropColumns") or []
+    if not isinstance(dropped, list) or not all(isinstance(d, str) for d in dropped):
+        raise ValidationFailed("dropColumns is a list of column names")
+    snapshot = await load_snapshot(conn, app["uid"])
+    for column_name in dropped:
+        if definition.column(column_name) is None:
+            raise ValidationFailed(f"no column {column_name!r}", {"column": column_name})
+    definition.columns = [c for c in definition.columns if c.name not in dropped]
+    check_columns(added, {c.name for c in definition.columns} | {
+        f"{c.name}_uid" for c in definition.columns if c.type == "reference"})
+    _check_references(added, set(snapshot.tables))
+    definition.columns += added
+    await _alter(conn, app["uid"], snapshot, definition, added, dropped)
+    await conn.execute(update(t.app_tables).where(
+        t.app_tables.c.app_uid == app["uid"], t.app_tables.c.name == name,
+    ).values(definition=definition.public()))
+    await bump_version(conn, app["uid"])
+    return definition
+
+
+async def _alter(conn: AsyncConnection, app_uid: uuid.UUID, snapshot: Any, definition: TableDef,
+                 added: list[ColumnDef], dropped: list[str]) -> None:
+    schema = schema_name(app_uid)
+    metadata = MetaData()
+    for other in snapshot.tables.values():
+        if other.name != definition.name:
+            compile_table(app_uid, other.definition, metadata)
+    compiled = compile_table(app_uid, definition, metadata)
+
+    def run(sync: Connection) -> None:
+        ops = Operations(MigrationContext.configure(sync))
+        for column_name in dropped:
+            ops.drop_column(definition.name, column_name, schema=schema)
+        for column in added:
+            ops.add_column(definition.name, physical_column(column), schema=schema)
+        for constraint in compiled.table.constraints:
+            columns = {c.name for c in getattr(constraint, "columns", [])}
+            if columns & {c.name for c in added} and constraint.name:
+                ops.invoke(_add_constraint_op(constraint))
+
+    try:
+        async with conn.begin_nested():
+            await conn.run_sync(run)
+    except DBAPIError as exc:
+        raise Conflict("the table's rows do not allow this change",
+                       {"reason": str(exc.orig).splitlines()[-1]}) from exc
+
+
+def _add_constraint_op(constraint: Any) -> Any:
+    from alembic.operations import ops
+
+    return ops.AddConstraintOp.from_constraint(constraint)
+
+
+async def delete_table(conn: AsyncConnection, app_ref: str, name: str) -> None:
+    app = await find_app(conn, app_ref)
+    snapshot = await load_snapshot(conn, app["uid"])
+    compiled = snapshot.table(name)
+    dependents = [
+        other.name for other in snapshot.tables.values() if other.name != name
+        and any(c.references == name for c in other.definition.columns)
+    ]
+    if dependents:
+        raise Conflict(f"table {name!r} is referenced by {', '.join(dependents)}",
+                       {"referencedBy": dependents})
+    await conn.run_sync(lambda sync: compiled.table.drop(sync))
+    await conn.execute(delete(t.app_tables).where(
+        t.app_tables.c.app_uid == app["uid"], t.app_tables.c.name == name))
+    await bump_version(conn, app["uid"])

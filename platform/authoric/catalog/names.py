@@ -1,0 +1,31 @@
+"""Validation of the names owners give to apps, tables, columns and roles."""
+
+from __future__ import annotations
+
+import re
+
+from authoric.errors import ValidationFailed
+
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,62}")
+# Words the contract gives a meaning in URLs, query strings or rows.
+RESERVED = frozenset(
+    {"uid", "order", "limit", "after", "filter", "lastEventId", "lasteventid", "subscribe",
+     "import", "createdAt", "updatedAt", "created_at", "updated_at", "org_uid", "deleted_at"}
+)
+
+
+def is_valid_name(name: object) -> bool:
+    return isinstance(name, str) and NAME_PATTERN.fullmatch(name) is not None
+
+
+def check_name(name: object, what: str) -> str:
+    """Return `name` when it is a legal, unreserved identifier; else raise 422."""
+    if not is_valid_name(name):
+        raise ValidationFailed(
+            f"{what} name must match ^[a-z][a-z0-9_]{{0,62}}$",
+            {"field": what, "value": name if isinstance(name, str) else None},
+        )
+    assert isinstance(name, str)
+    if name in RESERVED:
+        raise ValidationFailed(f"{what} name {name!r} is reserved", {"field": what, "value": name})
+    return name

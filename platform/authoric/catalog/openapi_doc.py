@@ -1,0 +1,156 @@
+"""The OpenAPI document of one app: a row schema per table and that table's routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from authoric.catalog.model import ColumnDef
+from authoric.catalog.schema import CompiledTable, field_name
+from authoric.catalog.snapshot import AppSnapshot
+
+_JSON_TYPES: dict[str, dict[str, Any]] = {
+    "text": {"type": "string"},
+    "integer": {"type": "integer", "format": "int64"},
+    "numeric": {"type": "string", "format": "decimal"},
+    "boolean": {"type": "boolean"},
+    "timestamp": {"type": "string", "format": "date-time"},
+    "date": {"type": "string", "format": "date"},
+    "uuid": {"type": "string", "format": "uuid"},
+    "json": {},
+    "reference": {"type": "string", "format": "uuid"},
+}
+_ERROR = {"$ref": "#/components/schemas/Error"}
+_REDACTED = {"type": "string", "enum": ["[redacted]"]}
+
+
+def _column_schema(column: ColumnDef, readable: bool) -> dict[str, Any]:
+    base = dict(_JSON_TYPES[column.type])
+    if column.type == "json":
+        return {"description": "any JSON value"} if readable else {}
+    nullable = {"anyOf": [base, {"type": "null"}]}
+    return {"anyOf": [*nullable["anyOf"], _REDACTED]} if readable else nullable
+
+
+def row_schema(table: CompiledTable) -> dict[str, Any]:
+    props: dict[str, Any] = {"uid": {"type": "string", "format": "uuid"}}
+    for column in table.definition.columns:
+        props[field_name(column)] = _column_schema(column, readable=True)
+    props["createdAt"] = {"type": "string", "format": "date-time"}
+    props["updatedAt"] = {"type": "string", "format": "date-time"}
+    return {"type": "object", "properties": props, "required": ["uid"]}
+
+
+def input_schema(table: CompiledTable, creating: bool) -> dict[str, Any]:
+    props = {field_name(c): _column_schema(c, readable=False) for c in table.definition.columns}
+    required = [field_name(c) for c in table.definition.columns
+                if creating and c.required and c.default is None]
+    doc: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    if required:
+        doc["required"] = required
+    return doc
+
+
+def _responses(ok: str, schema: dict[str, Any] | None, *codes: int) -> dict[str, Any]:
+    out: dict[str, Any] = {ok: {"description": "success"}}
+    if schema is not None:
+        out[ok]["content"] = {"application/json": {"schema": schema}}
+    for code in (401, 403, 404, *codes):
+        out[str(code)] = {"description": "error",
+                          "content": {"application/json": {"schema": _ERROR}}}
+    return out
+
+
+def _event_schemas(name: str) -> dict[str, Any]:
+    row = {"$ref": f"#/components/schemas/{name}"}
+    return {
+        f"{name}.connected": {"type": "object", "properties": {
+            "table": {"type": "string"}, "live": {"type": "boolean"}}},
+        f"{name}.insert": {"type": "object", "properties": {
+            "op": {"const": "insert"}, "table": {"type": "string"}, "row": row}},
+        f"{name}.update": {"type": "object", "properties": {
+            "op": {"const": "update"}, "table": {"type": "string"}, "row": row}},
+        f"{name}.delete": {"type": "object", "properties": {
+            "op": {"const": "delete"}, "table": {"type": "string"},
+            "rowUid": {"type": "string", "format": "uuid"}}},
+        f"{name}.resync": {"type": "object", "properties": {
+            "reason": {"enum": ["bulk_change", "backfill_truncated", "backfill_expired",
+                                "invalid_position"]},
+            "lastId": {"type": "integer"}}},
+        f"{name}.reauth": {"type": "object", "properties": {"reason": {"const": "token_expired"}}},
+    }
+
+
+def _table_paths(app: str, table: CompiledTable) -> dict[str, Any]:
+    name = table.name
+    row = {"$ref": f"#/components/schemas/{name}"}
+    page = {"type": "object", "properties": {"items": {"type": "array", "items": row},
+                                             "next": {"type": ["string", "null"]}}}
+    uid_param = {"name": "uid", "in": "path", "required": True,
+                 "schema": {"type": "string", "format": "uuid"}}
+    list_params = [
+        {"name": "order", "in": "query", "schema": {"type": "string"}},
+        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1,
+                                                     "maximum": 1000}},
+        {"name": "after", "in": "query", "schema": {"type": "string"}},
+        {"name": "filter", "in": "query", "schema": {"type": "string"},
+         "description": "URL-encoded JSON filter"},
+    ]
+    body = {"required": True, "content": {"application/json": {
+        "schema": {"$ref": f"#/components/schemas/{name}.create"}}}}
+    patch_body = {"required": True, "content": {"application/json": {
+        "schema": {"$ref": f"#/components/schemas/{name}.update"}}}}
+    events = {"oneOf": [{"$ref": f"#/components/schemas/{name}.{kind}"} for kind in
+                        ("connected", "insert", "update", "delete", "resync", "reauth")]}
+    base = f"/{app}/autocrud/{name}"
+    return {
+        base: {
+            "get": {"operationId": f"list_{name}", "parameters": list_params,
+                    "responses": _responses("200", page, 400)},
+            "post": {"operationId": f"create_{name}", "requestBody": body,
+                     "responses": _responses("201", row, 400, 409, 415, 422)},
+        },
+        f"{base}/{{uid}}": {
+            "parameters": [uid_param],
+            "get": {"operationId": f"read_{name}", "responses": _responses("200", row)},
+            "patch": {"operationId": f"update_{name}", "requestBody": patch_body,
+                      "responses": _responses("200", row, 400, 409, 415, 422)},
+            "delete": {"operationId": f"delete_{name}", "responses": _responses("204", None, 409)},
+        },
+        f"{base}/subscribe": {
+            "get": {
+                "operationId": f"subscribe_{name}",
+                "parameters": [
+                    {"name": "lastEventId", "in": "query", "schema": {"type": "string"}},
+                    {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}},
+                ],
+                "responses": {
+                    "200": {"description": "Server-Sent Events; each frame's data is one of "
+                                           "the event schemas", "content": {
+                                               "text/event-stream": {"schema": events}}},
+                    **{k: v for k, v in _responses("200", None, 406).items() if k != "200"},
+                },
+            },
+        },
+    }
+
+
+def app_openapi(snapshot: AppSnapshot) -> dict[str, Any]:
+    schemas: dict[str, Any] = {"Error": {"type": "object", "required": ["error"], "properties": {
+        "error": {"type": "object", "required": ["code", "message", "details"], "properties": {
+            "code": {"type": "string"}, "message": {"type": "string"},
+            "details": {"type": "object"}}}}}}
+    paths: dict[str, Any] = {}
+    for table in snapshot.tables.values():
+        schemas[table.name] = row_schema(table)
+        schemas[f"{table.name}.create"] = input_schema(table, creating=True)
+        schemas[f"{table.name}.update"] = input_schema(table, creating=False)
+        schemas.update(_event_schemas(table.name))
+        paths.update(_table_paths(snapshot.name, table))
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": f"Authoric app {snapshot.name}", "version": str(snapshot.version)},
+        "paths": paths,
+        "components": {"schemas": schemas, "securitySchemes": {
+            "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}}},
+        "security": [{"bearer": []}],
+    }

@@ -1,0 +1,116 @@
+"""A table definition compiled to a SQLAlchemy `Table` in its app's schema.
+
+Physical layout of a user table: `uid` (UUIDv7 primary key), `org_uid` (the tenant),
+the owner's columns, `created_at`, `updated_at`, and `deleted_at` when soft delete is on.
+Uniqueness is per org, so a 409 never reveals another tenant's values; references are
+composite foreign keys on (org_uid, column), so a row can only point into its own org.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    DateTime,
+    ForeignKeyConstraint,
+    MetaData,
+    Table,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import UUID
+
+from authoric.catalog.model import ColumnDef, TableDef
+from authoric.catalog.types import render, rfc3339, sql_type
+
+SYSTEM_COLUMNS = ("uid", "org_uid", "created_at", "updated_at", "deleted_at")
+# Names a row shows for the platform's own columns, and which physical column each is.
+PLATFORM_FIELDS = {"uid": "uid", "createdAt": "created_at", "updatedAt": "updated_at"}
+
+
+def constraint_name(kind: str, *parts: str) -> str:
+    """A short, collision-free constraint name (identifiers stop at 63 bytes)."""
+    return f"{kind}_" + hashlib.sha1("/".join(parts).encode()).hexdigest()[:20]
+
+
+def schema_name(app_uid: uuid.UUID) -> str:
+    return f"app_{app_uid.hex}"
+
+
+def physical_column(column: ColumnDef) -> Column[Any]:
+    return Column(column.name, sql_type(column.type), nullable=True)
+
+
+def field_name(column: ColumnDef) -> str:
+    """The key a row uses for this column (`vendor` → `vendor_uid`)."""
+    return f"{column.name}_uid" if column.type == "reference" else column.name
+
+
+@dataclass
+class CompiledTable:
+    """A user table ready for queries: its definition and its SQLAlchemy `Table`."""
+
+    definition: TableDef
+    table: Table
+    by_field: dict[str, ColumnDef] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def soft_delete(self) -> bool:
+        return self.definition.soft_delete
+
+    def live(self) -> Any:
+        """The clause that hides soft-deleted rows (true when soft delete is off)."""
+        if self.soft_delete:
+            return self.table.c.deleted_at.is_(None)
+        return self.table.c.uid.isnot(None)
+
+    def row_json(self, mapping: Any, redacted: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """The contract's row shape for a database row, with `redacted` columns masked."""
+        out: dict[str, Any] = {"uid": str(mapping["uid"])}
+        for column in self.definition.columns:
+            key = field_name(column)
+            if column.name in redacted:
+                out[key] = "[redacted]"
+            else:
+                out[key] = render(column.type, mapping[column.name])
+        out["createdAt"] = rfc3339(mapping["created_at"])
+        out["updatedAt"] = rfc3339(mapping["updated_at"])
+        return out
+
+
+def compile_table(app_uid: uuid.UUID, definition: TableDef, metadata: MetaData) -> CompiledTable:
+    schema = schema_name(app_uid)
+    columns: list[Any] = [
+        Column("uid", UUID(as_uuid=True), primary_key=True),
+        Column("org_uid", UUID(as_uuid=True), nullable=False),
+    ]
+    columns += [physical_column(c) for c in definition.columns]
+    columns += [
+        Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+        Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    ]
+    if definition.soft_delete:
+        columns.append(Column("deleted_at", DateTime(timezone=True)))
+    constraints: list[Any] = [UniqueConstraint("org_uid", "uid", name=constraint_name("ou", definition.name))]
+    for c in definition.columns:
+        if c.unique:
+            constraints.append(UniqueConstraint(
+                "org_uid", c.name, name=constraint_name("uq", definition.name, c.name)))
+        if c.type == "reference":
+            constraints.append(ForeignKeyConstraint(
+                ["org_uid", c.name],
+                [f"{schema}.{c.references}.org_uid", f"{schema}.{c.references}.uid"],
+                name=constraint_name("fk", definition.name, c.name),
+            ))
+    table = Table(definition.name, metadata, *columns, *constraints, schema=schema)
+    compiled = CompiledTable(definition, table)
+    compiled.by_field = {field_name(c): c for c in definition.columns}
+    return compiled

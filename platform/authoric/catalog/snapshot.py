@@ -1,0 +1,83 @@
+"""An app as one consistent, cached view: tables compiled, roles parsed, enforcer built.
+
+Snapshots are keyed by the app's `version`, which every change to roles, members or tables
+bumps in the same transaction. Each request reads the current version (together with the
+principal's roles, in one query), so a change made through any server process is in force
+for the very next request on every process, without cross-process cache messages.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import casbin
+from sqlalchemy import MetaData, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from authoric.catalog.model import TableDef
+from authoric.catalog.schema import CompiledTable, compile_table
+from authoric.db import tables as t
+from authoric.errors import NotFound
+from authoric.policy.enforcer import build_enforcer
+from authoric.policy.roles import RoleDef
+
+
+@dataclass
+class AppSnapshot:
+    uid: uuid.UUID
+    name: str
+    version: int
+    settings: dict[str, Any]
+    tables: dict[str, CompiledTable]
+    roles: dict[str, RoleDef]
+    enforcer: casbin.Enforcer
+
+    def table(self, name: str) -> CompiledTable:
+        compiled = self.tables.get(name)
+        if compiled is None:
+            raise NotFound(f"no table {name!r} in this app", {"table": name})
+        return compiled
+
+
+class SnapshotCache:
+    """Latest snapshot per app, rebuilt when the app's version moves."""
+
+    def __init__(self) -> None:
+        self._by_app: dict[uuid.UUID, AppSnapshot] = {}
+
+    async def get(self, conn: AsyncConnection, app_uid: uuid.UUID, version: int) -> AppSnapshot:
+        cached = self._by_app.get(app_uid)
+        if cached is not None and cached.version == version:
+            return cached
+        snapshot = await load_snapshot(conn, app_uid)
+        self._by_app[app_uid] = snapshot
+        return snapshot
+
+    def forget(self, app_uid: uuid.UUID) -> None:
+        self._by_app.pop(app_uid, None)
+
+
+async def load_snapshot(conn: AsyncConnection, app_uid: uuid.UUID) -> AppSnapshot:
+    app = (await conn.execute(select(t.apps).where(t.apps.c.uid == app_uid))).mappings().first()
+    if app is None:
+        raise NotFound("no such app")
+    definitions = (await conn.execute(
+        select(t.app_tables.c.definition).where(t.app_tables.c.app_uid == app_uid)
+    )).scalars().all()
+    role_rows = (await conn.execute(
+        select(t.roles).where(t.roles.c.app_uid == app_uid)
+    )).mappings().all()
+    metadata = MetaData()
+    tables = {}
+    for doc in definitions:
+        definition = TableDef.model_validate(doc)
+        tables[definition.name] = compile_table(app_uid, definition, metadata)
+    roles = {
+        r["name"]: RoleDef(permissions=r["permissions"], rowPolicies=r["row_policies"],
+                           redact=r["redact"])
+        for r in role_rows
+    }
+    return AppSnapshot(app["uid"], app["name"], app["version"], dict(app["settings"]), tables,
+                       roles, build_enforcer(roles))

@@ -1,0 +1,1 @@
+"""The change log (outbox): recording changes, stamping positions in commit order, retention."""

@@ -1,0 +1,70 @@
+"""The `authoric` command: `serve`, `migrate`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from authoric.auth.secrets import admin_token
+from authoric.db import migrate
+from authoric.db.embedded import embedded_database_url
+from authoric.settings import Settings
+
+
+def database_url(settings: Settings) -> str:
+    """DATABASE_URL, or the embedded server's (started on demand)."""
+    return settings.database_url or embedded_database_url(settings.data_dir)
+
+
+def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
+    url = database_url(settings)
+    if args.downgrade:
+        migrate.downgrade(url, args.downgrade)
+    else:
+        migrate.upgrade(url)
+    print("migrations applied")
+    return 0
+
+
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    url = database_url(settings)
+    migrate.upgrade(url)
+    # Workers re-read settings from the environment: hand them the resolved database.
+    os.environ["DATABASE_URL"] = url
+    os.environ["AUTHORIC_DATA_DIR"] = str(settings.data_dir)
+    token = admin_token(settings)
+    base = f"http://{args.host}:{args.port}"
+    print(f"Authoric is starting at {base}", flush=True)
+    print(f"admin token: {token}", flush=True)
+    print(f"try: curl -H 'Authorization: Bearer {token}' {base}/admin/apps", flush=True)
+    uvicorn.run("authoric.app:app_from_env", factory=True, host=args.host, port=args.port,
+                workers=args.workers, log_level=args.log_level, access_log=args.access_log)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="authoric", description=__doc__)
+    sub = root.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="apply migrations and run the HTTP server")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument("--log-level", default="info")
+    serve.add_argument("--access-log", action=argparse.BooleanOptionalAction, default=True)
+    serve.set_defaults(run=cmd_serve)
+    mig = sub.add_parser("migrate", help="apply the platform migrations")
+    mig.add_argument("--downgrade", metavar="REVISION", help="revert down to REVISION (e.g. base)")
+    mig.set_defaults(run=cmd_migrate)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return int(args.run(Settings(), args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Database access: engine construction, the embedded server, platform tables, migrations."""

@@ -1,0 +1,125 @@
+"""Platform tables (schema `authoric`): the metadata Alembic migrates and services query.
+
+User-defined tables live elsewhere, one PostgreSQL schema per app (see `catalog.ddl`).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
+
+SCHEMA = "authoric"
+metadata = MetaData(schema=SCHEMA)
+
+
+def _created() -> Column[object]:
+    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+apps = Table(
+    "apps", metadata,
+    Column("uid", UUID(as_uuid=True), primary_key=True),
+    Column("name", Text, nullable=False, unique=True),
+    Column("settings", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    # Bumped by every change to roles, members or tables; caches are keyed by it.
+    Column("version", BigInteger, nullable=False, server_default=text("1")),
+    _created(),
+)
+
+app_tables = Table(
+    "app_tables", metadata,
+    Column("app_uid", UUID(as_uuid=True), ForeignKey(apps.c.uid, ondelete="CASCADE"),
+           nullable=False),
+    Column("name", Text, nullable=False),
+    Column("definition", JSONB, nullable=False),
+    _created(),
+    PrimaryKeyConstraint("app_uid", "name"),
+)
+
+orgs = Table(
+    "orgs", metadata,
+    Column("uid", UUID(as_uuid=True), primary_key=True),
+    Column("app_uid", UUID(as_uuid=True), ForeignKey(apps.c.uid, ondelete="CASCADE"),
+           nullable=False),
+    Column("name", Text, nullable=False),
+    _created(),
+    UniqueConstraint("app_uid", "name"),
+)
+
+users = Table(
+    "users", metadata,
+    Column("uid", UUID(as_uuid=True), primary_key=True),
+    Column("app_uid", UUID(as_uuid=True), ForeignKey(apps.c.uid, ondelete="CASCADE"),
+           nullable=False),
+    Column("email", Text, nullable=False),
+    Column("password_hash", Text, nullable=False),
+    _created(),
+    UniqueConstraint("app_uid", "email"),
+)
+
+members = Table(
+    "members", metadata,
+    Column("app_uid", UUID(as_uuid=True), ForeignKey(apps.c.uid, ondelete="CASCADE"),
+           nullable=False),
+    Column("org_uid", UUID(as_uuid=True), ForeignKey(orgs.c.uid, ondelete="CASCADE"),
+           nullable=False),
+    Column("user_uid", UUID(as_uuid=True), ForeignKey(users.c.uid, ondelete="CASCADE"),
+           nullable=False),
+    Column("roles", ARRAY(Text), nullable=False),
+    PrimaryKeyConstraint("org_uid", "user_uid"),
+)
+
+roles = Table(
+    "roles", metadata,
+    Column("app_uid", UUID(as_uuid=True), ForeignKey(apps.c.uid, ondelete="CASCADE"),
+           nullable=False),
+    Column("name", Text, nullable=False),
+    Column("permissions", JSONB, nullable=False),
+    Column("row_policies", JSONB, nullable=False),
+    Column("redact", JSONB, nullable=False),
+    PrimaryKeyConstraint("app_uid", "name"),
+)
+
+refresh_tokens = Table(
+    "refresh_tokens", metadata,
+    Column("jti", UUID(as_uuid=True), primary_key=True),
+    Column("family", UUID(as_uuid=True), nullable=False, index=True),
+    Column("app_uid", UUID(as_uuid=True), ForeignKey(apps.c.uid, ondelete="CASCADE"),
+           nullable=False),
+    Column("user_uid", UUID(as_uuid=True), nullable=False),
+    Column("org_uid", UUID(as_uuid=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("spent_at", DateTime(timezone=True)),
+    Column("revoked_at", DateTime(timezone=True)),
+)
+
+# The change log (outbox). Writers insert rows with `pos` NULL inside their own
+# transaction; the sequencer stamps `pos` in commit order (see changes.sequencer).
+changes = Table(
+    "changes", metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("pos", BigInteger, unique=True),
+    Column("app_uid", UUID(as_uuid=True), nullable=False),
+    Column("table_name", Text, nullable=False),
+    Column("op", Text, nullable=False),
+    Column("row_uid", UUID(as_uuid=True)),
+    Column("org_uid", UUID(as_uuid=True), nullable=False),
+    Column("actor_uid", UUID(as_uuid=True)),
+    Column("old_row", JSONB),
+    _created(),
+    Index("changes_unstamped", "id", postgresql_where=text("pos IS NULL")),
+    Index("changes_app_pos", "app_uid", "pos"),
+)

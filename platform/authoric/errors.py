@@ -1,0 +1,89 @@
+"""The closed catalogue of errors clients can see, each with a stable code and status.
+
+Services raise these; one handler in `http.errors` turns them into the contract's envelope.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class AuthoricError(Exception):
+    """Base of every error a client may receive."""
+
+    status: ClassVar[int] = 500
+    code: ClassVar[str] = "INTERNAL"
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+        self.headers = headers or {}
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class BadRequest(AuthoricError):
+    status, code = 400, "BAD_REQUEST"
+
+
+class Unauthenticated(AuthoricError):
+    status, code = 401, "UNAUTHENTICATED"
+
+
+class TokenExpired(AuthoricError):
+    status, code = 401, "TOKEN_EXPIRED"
+
+
+class Forbidden(AuthoricError):
+    status, code = 403, "FORBIDDEN"
+
+
+class TableLocked(AuthoricError):
+    status, code = 403, "TABLE_LOCKED"
+
+
+class NotFound(AuthoricError):
+    status, code = 404, "NOT_FOUND"
+
+
+class NotAcceptable(AuthoricError):
+    status, code = 406, "NOT_ACCEPTABLE"
+
+
+class Conflict(AuthoricError):
+    status, code = 409, "CONFLICT"
+
+
+class PayloadTooLarge(AuthoricError):
+    status, code = 413, "PAYLOAD_TOO_LARGE"
+
+
+class UnsupportedMediaType(AuthoricError):
+    status, code = 415, "UNSUPPORTED_MEDIA_TYPE"
+
+
+class ValidationFailed(AuthoricError):
+    status, code = 422, "VALIDATION_FAILED"
+
+
+class TooManyRequests(AuthoricError):
+    status, code = 429, "RATE_LIMITED"
+
+
+class ServiceUnavailable(AuthoricError):
+    status, code = 503, "UNAVAILABLE"
+
+
+class InternalError(AuthoricError):
+    status, code = 500, "INTERNAL"
+
+
+def invalid_body(exc: Exception, message: str = "the request body is invalid") -> ValidationFailed:
+    """A 422 listing each field pydantic refused (`exc` is a pydantic ValidationError)."""
+    errors = getattr(exc, "errors", lambda: [])()
+    return ValidationFailed(message, {"errors": [
+        {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in errors
+    ]})

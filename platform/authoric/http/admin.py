@@ -1,0 +1,173 @@
+"""`/admin`: apps, tables, orgs, users, members and roles, for the platform admin token."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+
+from authoric.auth.principals import bearer
+from authoric.catalog import apps, definitions
+from authoric.errors import Unauthenticated
+from authoric.http.context import Services, json_body, services
+from authoric.tenancy import service as tenancy
+
+
+def require_admin(request: Request) -> Services:
+    svc = services(request)
+    token = bearer(request.headers.get("authorization"))
+    if not hmac.compare_digest(token.encode(), svc.admin_token.encode()):
+        raise Unauthenticated("the admin token is required")
+    return svc
+
+
+router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
+
+
+@router.post("/apps", status_code=201)
+async def create_app(request: Request) -> dict[str, Any]:
+    body = await json_body(request)
+    async with services(request).tx() as conn:
+        return apps.public_app(await apps.create_app(conn, body.get("name") if isinstance(
+            body, dict) else None))
+
+
+@router.get("/apps")
+async def list_apps(request: Request) -> dict[str, Any]:
+    async with services(request).tx() as conn:
+        return {"items": [apps.public_app(a) for a in await apps.list_apps(conn)]}
+
+
+@router.get("/apps/{app}")
+async def get_app(request: Request, app: str) -> dict[str, Any]:
+    async with services(request).tx() as conn:
+        return apps.public_app(await apps.find_app(conn, app))
+
+
+@router.patch("/apps/{app}")
+async def patch_app(request: Request, app: str) -> dict[str, Any]:
+    body = await json_body(request)
+    async with services(request).tx() as conn:
+        return apps.public_app(await apps.patch_app(conn, app, body if isinstance(body, dict)
+                                                    else {"settings": body}))
+
+
+@router.delete("/apps/{app}", status_code=204)
+async def delete_app(request: Request, app: str) -> Response:
+    async with services(request).tx() as conn:
+        await apps.delete_app(conn, app)
+    return Response(status_code=204)
+
+
+@router.post("/apps/{app}/tables", status_code=201)
+async def create_table(request: Request, app: str) -> dict[str, Any]:
+    body = await json_body(request)
+    async with services(request).tx() as conn:
+        return (await definitions.create_table(conn, app, body)).public()
+
+
+@router.get("/apps/{app}/tables")
+async def list_tables(request: Request, app: str) -> dict[str, Any]:
+    async with services(request).tx() as conn:
+        return {"items": await definitions.list_tables(conn, app)}
+
+
+@router.get("/apps/{app}/tables/{table}")
+async def get_table(request: Request, app: str, table: str) -> dict[str, Any]:
+    async with services(request).tx() as conn:
+        return (await definitions.get_table(conn, app, table)).public()
+
+
+@router.patch("/apps/{app}/tables/{table}")
+async def patch_table(request: Request, app: str, table: str) -> dict[str, Any]:
+    body = await json_body(request)
+    async with services(request).tx() as conn:
+        return (await definitions.patch_table(conn, app, table, body)).public()
+
+
+@router.delete("/apps/{app}/tables/{table}", status_code=204)
+async def delete_table(request: Request, app: str, table: str) -> Response:
+    async with services(request).tx() as conn:
+        await definitions.delete_table(conn, app, table)
+    return Response(status_code=204)
+
+
+@router.post("/apps/{app}/orgs", status_code=201)
+async def create_org(request: Request, app: str) -> dict[str, Any]:
+    body = await json_body(request)
+    async with services(request).tx() as conn:
+        return await tenancy.create_org(conn, app, body)
+
+
+@router.get("/apps/{app}/orgs")
+async def list_orgs(request: Request, app: str) -> dict[str, Any]:
+    async with services(request).tx() as conn:
+        return {"items": await tenancy.list_orgs(conn, app)}
+
+
+@router.delete("/apps/{app}/orgs/{org}", status_code=204)
+async def delete_org(request: Request, app: str, org: str) -> Response:
+    async with services(request).tx() as conn:
+        await tenancy.delete_org(conn, app, org)
+    return Response(status_code=204)
+
+
+@router.post("/apps/{app}/users", status_code=201)
+async def create_user(request: Request, app: str) -> dict[str, Any]:
+    body = await json_body(request)
+    async with services(request).tx() as conn:
+        return await tenancy.create_user(conn, app, body)
+
+
+@router.get("/apps/{app}/users")
+async def list_users(request: Request, app: str) -> dict[str, Any]:
+    async with services(request).tx() as conn:
+        return {"items": await tenancy.list_users(conn, app)}
+
+
+@router.delete("/apps/{app}/users/{user}", status_code=204)
+async def delete_user(request: Request, app: str, user: str) -> Response:
+    async with services(request).tx() as conn:
+        await tenancy.delete_user(conn, app, user)
+    return Response(status_code=204)
+
+
+@router.put("/apps/{app}/orgs/{org}/members/{user}")
+async def put_member(request: Request, app: str, org: str, user: str) -> dict[str, Any]:
+    body = await json_body(request)
+    async with services(request).tx() as conn:
+        return await tenancy.put_member(conn, app, org, user, body)
+
+
+@router.delete("/apps/{app}/orgs/{org}/members/{user}", status_code=204)
+async def delete_member(request: Request, app: str, org: str, user: str) -> Response:
+    async with services(request).tx() as conn:
+        await tenancy.delete_member(conn, app, org, user)
+    return Response(status_code=204)
+
+
+@router.put("/apps/{app}/roles/{role}")
+async def put_role(request: Request, app: str, role: str) -> dict[str, Any]:
+    body = await json_body(request)
+    async with services(request).tx() as conn:
+        return await tenancy.put_role(conn, app, role, body)
+
+
+@router.get("/apps/{app}/roles")
+async def list_roles(request: Request, app: str) -> dict[str, Any]:
+    async with services(request).tx() as conn:
+        return {"items": await tenancy.list_roles(conn, app)}
+
+
+@router.get("/apps/{app}/roles/{role}")
+async def get_role(request: Request, app: str, role: str) -> dict[str, Any]:
+    async with services(request).tx() as conn:
+        return await tenancy.get_role(conn, app, role)
+
+
+@router.delete("/apps/{app}/roles/{role}", status_code=204)
+async def delete_role(request: Request, app: str, role: str) -> Response:
+    async with services(request).tx() as conn:
+        await tenancy.delete_role(conn, app, role)
+    return Response(status_code=204)

@@ -1,0 +1,55 @@
+"""The one place errors become responses: the contract's envelope, never a stack trace."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
+from starlette.exceptions import HTTPException
+
+from authoric.db.errors import translate
+from authoric.errors import AuthoricError, BadRequest, InternalError, NotFound
+
+log = logging.getLogger("authoric")
+
+_BY_STATUS: dict[int, type[AuthoricError]] = {404: NotFound, 400: BadRequest}
+
+
+def error_response(error: AuthoricError) -> JSONResponse:
+    return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(AuthoricError)
+    async def _known(_: Request, exc: AuthoricError) -> JSONResponse:
+        return error_response(exc)
+
+    @app.exception_handler(DBAPIError)
+    async def _database(_: Request, exc: DBAPIError) -> JSONResponse:
+        error = translate(exc)
+        if isinstance(error, InternalError):
+            log.exception("unexpected database error", exc_info=exc)
+        return error_response(error)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(BadRequest("the request is malformed", {"errors": [
+            {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]}
+            for e in exc.errors()]}))
+
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, exc: HTTPException) -> JSONResponse:
+        kind = _BY_STATUS.get(exc.status_code)
+        if kind is not None:
+            return error_response(kind(str(exc.detail)))
+        code = "METHOD_NOT_ALLOWED" if exc.status_code == 405 else "HTTP_ERROR"
+        return JSONResponse({"error": {"code": code, "message": str(exc.detail), "details": {}}},
+                            status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=exc)
+        return error_response(InternalError("internal error"))

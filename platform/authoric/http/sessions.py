@@ -1,0 +1,51 @@
+"""`/{app}/auth`: token, refresh, logout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from authoric.auth import sessions
+from authoric.catalog.apps import find_app
+from authoric.http.context import json_body, services
+
+router = APIRouter(tags=["sessions"])
+
+
+def _throttle(request: Request, app: str) -> None:
+    client = request.client.host if request.client else "unknown"
+    services(request).token_limiter.check(f"{app}|{client}")
+
+
+@router.post("/{app}/auth/token")
+async def token(request: Request, app: str) -> dict[str, Any]:
+    _throttle(request, app)
+    body = await json_body(request)
+    svc = services(request)
+    async with svc.tx() as conn:
+        return await sessions.login(conn, svc.jwt_secret, await find_app(conn, app), body)
+
+
+@router.post("/{app}/auth/refresh")
+async def refresh(request: Request, app: str) -> dict[str, Any]:
+    _throttle(request, app)
+    body = await json_body(request)
+    svc = services(request)
+    async with svc.tx() as conn:
+        app_row = await find_app(conn, app)
+        try:
+            return await sessions.refresh(conn, svc.jwt_secret, app_row, body)
+        except Exception:
+            # A reuse revokes the family: that revocation must survive the 401.
+            await conn.commit()
+            raise
+
+
+@router.post("/{app}/auth/logout", status_code=204)
+async def logout(request: Request, app: str) -> Response:
+    body = await json_body(request)
+    svc = services(request)
+    async with svc.tx() as conn:
+        await sessions.logout(conn, svc.jwt_secret, await find_app(conn, app), body)
+    return Response(status_code=204)

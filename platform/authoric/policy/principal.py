@@ -1,0 +1,21 @@
+"""Who is calling: an app user acting in one org, with roles looked up for this request."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Principal:
+    app_uid: uuid.UUID
+    user_uid: uuid.UUID | None  # None when the app itself acts (server-side SDK)
+    org_uid: uuid.UUID
+    email: str | None
+    roles: tuple[str, ...]
+    expires_at: float | None = None  # the access token's exp, for streams
+
+    def attributes(self) -> dict[str, Any]:
+        """The values row policies may name through `$principal`."""
+        return {"uid": self.user_uid, "email": self.email, "org": self.org_uid}

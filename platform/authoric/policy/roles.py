@@ -1,0 +1,41 @@
+"""Role definitions: permissions, row policies and redaction, validated when they are saved."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from authoric.catalog.names import is_valid_name
+from authoric.errors import ValidationFailed
+
+ACTIONS = ("read_list", "read", "create", "update", "delete")
+
+
+class RoleDef(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    permissions: list[str] = Field(default_factory=list)
+    row_policies: dict[str, dict[str, Any]] = Field(default_factory=dict, alias="rowPolicies")
+    redact: dict[str, list[str]] = Field(default_factory=dict)
+
+    def public(self, name: str) -> dict[str, Any]:
+        return {"name": name, **self.model_dump(by_alias=True)}
+
+    def grants(self) -> list[tuple[str, str]]:
+        """(table, action) pairs, `*` standing for any."""
+        return [tuple(p.split(":", 1)) for p in self.permissions]  # type: ignore[misc]
+
+
+def check_role(role: RoleDef) -> RoleDef:
+    for permission in role.permissions:
+        table, sep, action = permission.partition(":")
+        if not sep or not (table == "*" or is_valid_name(table)) or action not in (*ACTIONS, "*"):
+            raise ValidationFailed(
+                f"permission {permission!r} is not {{table}}:{{action}}",
+                {"permission": permission, "actions": [*ACTIONS, "*"]},
+            )
+    for table in (*role.row_policies, *role.redact):
+        if not is_valid_name(table):
+            raise ValidationFailed(f"{table!r} is not a table name", {"table": table})
+    return role

@@ -1,0 +1,1 @@
+"""Governed access to user tables: the gate, governed reads, and the one write service."""

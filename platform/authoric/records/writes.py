@@ -1,0 +1,92 @@
+"""The write service: every change to a user table goes through here, and each one records
+its change-log entry in the same transaction.
+
+Callers pass an open transaction (`AsyncConnection` inside `begin()`); an exception anywhere
+rolls back both the write and its log entry.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import and_, exists, func, literal_column, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+from uuid6 import uuid7
+
+from authoric.changes.log import DELETE, INSERT, UPDATE, record_change
+from authoric.errors import Forbidden, NotFound
+from authoric.policy.decision import Decision
+from authoric.records.gate import Access, reader
+from authoric.records.reads import read_as_writer
+from authoric.records.values import column_values
+
+
+async def create_row(conn: AsyncConnection, access: Access, body: Any) -> dict[str, Any]:
+    table, principal = access.table, access.principal
+    values = column_values(table, body, creating=True)
+    uid = uuid7()
+    await conn.execute(table.table.insert().values(uid=uid, org_uid=principal.org_uid, **values))
+    await _still_allowed(conn, access, uid)
+    await record_change(conn, app_uid=principal.app_uid, table=table.name, op=INSERT,
+                        org_uid=principal.org_uid, row_uid=uid, actor_uid=principal.user_uid)
+    return await read_as_writer(conn, access.snapshot, principal, table, uid)
+
+
+async def update_row(conn: AsyncConnection, access: Access, uid: uuid.UUID,
+                     body: Any) -> dict[str, Any]:
+    table, principal = access.table, access.principal
+    values = column_values(table, body, creating=False)
+    stmt = (table.table.update()
+            .where(and_(table.table.c.uid == uid, access.decision.rows(table, principal)))
+            .values(**values, updated_at=func.clock_timestamp())
+            .returning(table.table.c.uid))
+    if (await conn.execute(stmt)).first() is None:
+        await _explain_miss(conn, access, uid)
+    await _still_allowed(conn, access, uid)
+    await record_change(conn, app_uid=principal.app_uid, table=table.name, op=UPDATE,
+                        org_uid=principal.org_uid, row_uid=uid, actor_uid=principal.user_uid)
+    return await read_as_writer(conn, access.snapshot, principal, table, uid)
+
+
+async def delete_row(conn: AsyncConnection, access: Access, uid: uuid.UUID) -> None:
+    table, principal = access.table, access.principal
+    where = and_(table.table.c.uid == uid, access.decision.rows(table, principal))
+    # The old image keeps the row as it stood, so subscribers can be judged on it later.
+    image = literal_column(f'to_jsonb("{table.name}".*)')
+    if table.soft_delete:
+        stmt: Any = (table.table.update().where(where)
+                     .values(deleted_at=func.clock_timestamp()).returning(image))
+    else:
+        stmt = table.table.delete().where(where).returning(image)
+    old = (await conn.execute(stmt)).scalar()
+    if old is None:
+        await _explain_miss(conn, access, uid)
+    old.pop("deleted_at", None)
+    await record_change(conn, app_uid=principal.app_uid, table=table.name, op=DELETE,
+                        org_uid=principal.org_uid, row_uid=uid, actor_uid=principal.user_uid,
+                        old_row=old)
+
+
+async def _still_allowed(conn: AsyncConnection, access: Access, uid: uuid.UUID) -> None:
+    """A written row must still match the writer's policy for the action, else nothing is written."""
+    if access.decision.policy is None:
+        return
+    table = access.table
+    matches = await conn.scalar(select(exists().where(and_(
+        table.table.c.uid == uid, access.decision.rows(table, access.principal)))))
+    if not matches:
+        raise Forbidden("the row would fall outside your row policy", {"uid": str(uid)})
+
+
+async def _explain_miss(conn: AsyncConnection, access: Access, uid: uuid.UUID) -> None:
+    """404 when the principal cannot see the row; 403 when it can read but not change it."""
+    visible: Decision | None = reader(access.snapshot, access.principal, access.table)
+    if visible is not None:
+        table = access.table
+        found = await conn.scalar(select(exists().where(and_(
+            table.table.c.uid == uid, visible.rows(table, access.principal)))))
+        if found:
+            raise Forbidden(f"your row policy does not allow {access.decision.action} on this row",
+                            {"uid": str(uid)})
+    raise NotFound("no such row", {"uid": str(uid)})

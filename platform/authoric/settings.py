@@ -1,0 +1,41 @@
+"""Runtime configuration: one Settings object, read from the environment, passed down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every knob the server has. Each field names the environment variable that sets it."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+
+    database_url: str | None = Field(default=None, validation_alias="DATABASE_URL")
+    data_dir: Path = Field(default=Path(".authoric"), validation_alias="AUTHORIC_DATA_DIR")
+    admin_token: str | None = Field(default=None, validation_alias="AUTHORIC_ADMIN_TOKEN")
+    jwt_secret: str | None = Field(default=None, validation_alias="AUTHORIC_JWT_SECRET")
+    max_body_bytes: int = Field(default=1_048_576, validation_alias="AUTHORIC_MAX_BODY_BYTES")
+    max_import_bytes: int = Field(
+        default=1_073_741_824, validation_alias="AUTHORIC_MAX_IMPORT_BYTES"
+    )
+    db_pool_size: int = Field(default=10, validation_alias="AUTHORIC_DB_POOL_SIZE")
+    statement_timeout_ms: int = Field(
+        default=15_000, validation_alias="AUTHORIC_STATEMENT_TIMEOUT_MS"
+    )
+    token_rate_limit: int = Field(
+        default=20,
+        validation_alias=AliasChoices("AUTHORIC_TOKEN_RATE_LIMIT"),
+        description="token/refresh requests allowed per client address per minute",
+    )
+    sse_ping_interval: float = Field(default=25.0, validation_alias="AUTHORIC_SSE_PING_INTERVAL")
+    sse_replay_limit: int = Field(default=1000, validation_alias="AUTHORIC_SSE_REPLAY_LIMIT")
+    sse_queue_size: int = Field(default=1000, validation_alias="AUTHORIC_SSE_QUEUE_SIZE")
+    change_retention: int = Field(
+        default=7 * 24 * 3600, validation_alias="AUTHORIC_CHANGE_RETENTION"
+    )
+
+    def secret_file(self, name: str) -> Path:
+        return self.data_dir / name

@@ -1,0 +1,1 @@
+"""Tenancy administration: organizations, users, memberships and roles of an app."""

@@ -1,0 +1,201 @@
+"""Orgs, users, members and roles. Every change to members or roles bumps the app version."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import delete, func, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+from uuid6 import uuid7
+
+from authoric.auth.passwords import hash_password
+from authoric.catalog.apps import bump_version, find_app
+from authoric.catalog.names import check_name
+from authoric.db import tables as t
+from authoric.errors import Conflict, NotFound, ValidationFailed, invalid_body
+from authoric.policy.roles import RoleDef, check_role
+
+
+def _uuid(ref: str, what: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(ref)
+    except ValueError as exc:
+        raise NotFound(f"no such {what}", {what: ref}) from exc
+
+
+def _text_field(body: Any, key: str, limit: int = 320) -> str:
+    value = body.get(key) if isinstance(body, dict) else None
+    if not isinstance(value, str) or not value.strip() or len(value) > limit:
+        raise ValidationFailed(f"`{key}` is a non-empty string of at most {limit} characters",
+                               {"field": key})
+    return value
+
+
+# Organizations ---------------------------------------------------------------------------
+
+async def create_org(conn: AsyncConnection, app_ref: str, body: Any) -> dict[str, Any]:
+    app = await find_app(conn, app_ref)
+    name = _text_field(body, "name", 200)
+    uid = uuid7()
+    try:
+        async with conn.begin_nested():
+            await conn.execute(t.orgs.insert().values(uid=uid, app_uid=app["uid"], name=name))
+    except IntegrityError as exc:
+        raise Conflict(f"an org named {name!r} exists", {"name": name}) from exc
+    return {"uid": str(uid), "name": name}
+
+
+async def list_orgs(conn: AsyncConnection, app_ref: str) -> list[dict[str, Any]]:
+    app = await find_app(conn, app_ref)
+    rows = await conn.execute(select(t.orgs).where(t.orgs.c.app_uid == app["uid"])
+                              .order_by(t.orgs.c.created_at))
+    return [{"uid": str(r.uid), "name": r.name} for r in rows]
+
+
+async def _org(conn: AsyncConnection, app_uid: uuid.UUID, ref: str) -> Any:
+    row = (await conn.execute(select(t.orgs).where(
+        t.orgs.c.app_uid == app_uid, t.orgs.c.uid == _uuid(ref, "org")))).first()
+    if row is None:
+        raise NotFound("no such org", {"org": ref})
+    return row
+
+
+async def delete_org(conn: AsyncConnection, app_ref: str, org_ref: str) -> None:
+    app = await find_app(conn, app_ref)
+    org = await _org(conn, app["uid"], org_ref)
+    await conn.execute(delete(t.orgs).where(t.orgs.c.uid == org.uid))
+    await bump_version(conn, app["uid"])
+
+
+# Users -----------------------------------------------------------------------------------
+
+async def create_user(conn: AsyncConnection, app_ref: str, body: Any) -> dict[str, Any]:
+    app = await find_app(conn, app_ref)
+    email = _text_field(body, "email").strip().lower()
+    if "@" not in email:
+        raise ValidationFailed("`email` must be an email address", {"field": "email"})
+    password = _text_field(body, "password", 1024)
+    if len(password) < 8:
+        raise ValidationFailed("`password` needs at least 8 characters", {"field": "password"})
+    uid = uuid7()
+    try:
+        async with conn.begin_nested():
+            await conn.execute(t.users.insert().values(
+                uid=uid, app_uid=app["uid"], email=email, password_hash=hash_password(password)))
+    except IntegrityError as exc:
+        raise Conflict("a user with this email exists", {"email": email}) from exc
+    return {"uid": str(uid), "email": email}
+
+
+async def list_users(conn: AsyncConnection, app_ref: str) -> list[dict[str, Any]]:
+    app = await find_app(conn, app_ref)
+    rows = await conn.execute(select(t.users.c.uid, t.users.c.email)
+                              .where(t.users.c.app_uid == app["uid"])
+                              .order_by(t.users.c.created_at))
+    return [{"uid": str(r.uid), "email": r.email} for r in rows]
+
+
+async def _user(conn: AsyncConnection, app_uid: uuid.UUID, ref: str) -> Any:
+    row = (await conn.execute(select(t.users).where(
+        t.users.c.app_uid == app_uid, t.users.c.uid == _uuid(ref, "user")))).first()
+    if row is None:
+        raise NotFound("no such user", {"user": ref})
+    return row
+
+
+async def delete_user(conn: AsyncConnection, app_ref: str, user_ref: str) -> None:
+    app = await find_app(conn, app_ref)
+    user = await _user(conn, app["uid"], user_ref)
+    await conn.execute(delete(t.users).where(t.users.c.uid == user.uid))
+    await bump_version(conn, app["uid"])
+
+
+# Members ---------------------------------------------------------------------------------
+
+async def put_member(conn: AsyncConnection, app_ref: str, org_ref: str, user_ref: str,
+                     body: Any) -> dict[str, Any]:
+    app = await find_app(conn, app_ref)
+    org = await _org(conn, app["uid"], org_ref)
+    user = await _user(conn, app["uid"], user_ref)
+    roles = body.get("roles") if isinstance(body, dict) else None
+    if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
+        raise ValidationFailed("`roles` is a list of role names", {"field": "roles"})
+    known = set((await conn.execute(select(t.roles.c.name).where(
+        t.roles.c.app_uid == app["uid"]))).scalars())
+    unknown = sorted(set(roles) - known)
+    if unknown:
+        raise ValidationFailed(f"unknown roles: {', '.join(unknown)}", {"roles": unknown})
+    roles = sorted(set(roles))
+    stmt = insert(t.members).values(app_uid=app["uid"], org_uid=org.uid, user_uid=user.uid,
+                                    roles=roles)
+    await conn.execute(stmt.on_conflict_do_update(index_elements=["org_uid", "user_uid"],
+                                                  set_={"roles": roles}))
+    await bump_version(conn, app["uid"])
+    return {"org": str(org.uid), "user": str(user.uid), "roles": roles}
+
+
+async def delete_member(conn: AsyncConnection, app_ref: str, org_ref: str, user_ref: str) -> None:
+    app = await find_app(conn, app_ref)
+    org = await _org(conn, app["uid"], org_ref)
+    user = await _user(conn, app["uid"], user_ref)
+    result = await conn.execute(delete(t.members).where(
+        t.members.c.org_uid == org.uid, t.members.c.user_uid == user.uid))
+    if not result.rowcount:
+        raise NotFound("no such membership")
+    await bump_version(conn, app["uid"])
+
+
+# Roles -----------------------------------------------------------------------------------
+
+async def put_role(conn: AsyncConnection, app_ref: str, name: str, body: Any) -> dict[str, Any]:
+    app = await find_app(conn, app_ref)
+    check_name(name, "role")
+    if not isinstance(body, dict):
+        raise ValidationFailed("a role is a JSON object")
+    try:
+        role = check_role(RoleDef.model_validate(body))
+    except ValidationError as exc:
+        raise invalid_body(exc, "invalid role") from exc
+    values = {"permissions": role.permissions, "row_policies": role.row_policies,
+              "redact": role.redact}
+    stmt = insert(t.roles).values(app_uid=app["uid"], name=name, **values)
+    await conn.execute(stmt.on_conflict_do_update(index_elements=["app_uid", "name"],
+                                                  set_=values))
+    await bump_version(conn, app["uid"])
+    return role.public(name)
+
+
+async def list_roles(conn: AsyncConnection, app_ref: str) -> list[dict[str, Any]]:
+    app = await find_app(conn, app_ref)
+    rows = await conn.execute(select(t.roles).where(t.roles.c.app_uid == app["uid"])
+                              .order_by(t.roles.c.name))
+    return [_role(r).public(r.name) for r in rows]
+
+
+def _role(row: Any) -> RoleDef:
+    return RoleDef(permissions=row.permissions, rowPolicies=row.row_policies, redact=row.redact)
+
+
+async def get_role(conn: AsyncConnection, app_ref: str, name: str) -> dict[str, Any]:
+    app = await find_app(conn, app_ref)
+    row = (await conn.execute(select(t.roles).where(
+        t.roles.c.app_uid == app["uid"], t.roles.c.name == name))).first()
+    if row is None:
+        raise NotFound("no such role", {"role": name})
+    return _role(row).public(name)
+
+
+async def delete_role(conn: AsyncConnection, app_ref: str, name: str) -> None:
+    app = await find_app(conn, app_ref)
+    result = await conn.execute(delete(t.roles).where(
+        t.roles.c.app_uid == app["uid"], t.roles.c.name == name))
+    if not result.rowcount:
+        raise NotFound("no such role", {"role": name})
+    # Memberships keep naming the role; it simply grants nothing any more.
+    await conn.execute(t.members.update().where(t.members.c.app_uid == app["uid"]).values(
+        roles=func.array_remove(t.members.c.roles, name)))
+    await bump_version(conn, app["uid"])
