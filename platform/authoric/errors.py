@@ -83,7 +83,7 @@ class InternalError(AuthoricError):
 
 def invalid_body(exc: Exception, message: str = "the request body is invalid") -> ValidationFailed:
     """A 422 listing each field pydantic refused (`exc` is a pydantic ValidationError)."""
-    errors = getattr(exc, "errors", lambda: [])()
+    errors: list[Any] = getattr(exc, "errors", lambda: [])()
     return ValidationFailed(message, {"errors": [
         {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in errors
     ]})

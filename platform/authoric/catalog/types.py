@@ -26,7 +26,7 @@ class BadValue(ValueError):
 
 
 def sql_type(column_type: str) -> TypeEngine[Any]:
-    return {
+    types: dict[str, Any] = {
         "text": Text(),
         "integer": BigInteger(),
         "numeric": Numeric(asdecimal=True),
@@ -36,7 +36,9 @@ def sql_type(column_type: str) -> TypeEngine[Any]:
         "uuid": UUID(as_uuid=True),
         "json": JSONB(none_as_null=True),
         "reference": UUID(as_uuid=True),
-    }[column_type]
+    }
+    chosen: TypeEngine[Any] = types[column_type]
+    return chosen
 
 
 def _text(v: Any) -> str:

@@ -53,7 +53,7 @@ async def delete_row(conn: AsyncConnection, access: Access, uid: uuid.UUID) -> N
     table, principal = access.table, access.principal
     where = and_(table.table.c.uid == uid, access.decision.rows(table, principal))
     # The old image keeps the row as it stood, so subscribers can be judged on it later.
-    image = literal_column(f'to_jsonb("{table.name}".*)')
+    image: Any = literal_column(f'to_jsonb("{table.name}".*)')
     if table.soft_delete:
         stmt: Any = (table.table.update().where(where)
                      .values(deleted_at=func.clock_timestamp()).returning(image))
@@ -62,6 +62,7 @@ async def delete_row(conn: AsyncConnection, access: Access, uid: uuid.UUID) -> N
     old = (await conn.execute(stmt)).scalar()
     if old is None:
         await _explain_miss(conn, access, uid)
+        return
     old.pop("deleted_at", None)
     await record_change(conn, app_uid=principal.app_uid, table=table.name, op=DELETE,
                         org_uid=principal.org_uid, row_uid=uid, actor_uid=principal.user_uid,

@@ -1,0 +1,86 @@
+"""Shared fixtures: a fresh PostgreSQL database per test session and real server processes.
+
+The database is the embedded one (pgserver) unless AUTHORIC_TEST_DATABASE_URL names a
+server; either way each session gets a new database of its own, migrated from empty.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from sqlalchemy.engine import make_url
+
+import httpx
+
+from tests.scenario import AppWorld
+from tests.servers import ServerProcess, start_server
+
+
+def _server_url(tmp_root: Path) -> str:
+    url = os.environ.get("AUTHORIC_TEST_DATABASE_URL")
+    if url:
+        return url
+    from authoric.db.embedded import embedded_database_url
+
+    return embedded_database_url(tmp_root)
+
+
+def _admin(url: str, *statements: str) -> None:
+    """Run maintenance statements (CREATE/DROP DATABASE) outside any transaction."""
+
+    async def run() -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            for statement in statements:
+                await conn.execute(statement)
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A fresh, migrated database for this test session."""
+    root = Path(os.environ.get("AUTHORIC_TEST_DATA_DIR", ".authoric-test"))
+    base = _server_url(root)
+    name = f"authoric_test_{uuid.uuid4().hex[:12]}"
+    _admin(base, f'CREATE DATABASE "{name}"')
+    url = make_url(base).set(database=name).render_as_string(hide_password=False)
+    from authoric.db import migrate
+
+    migrate.upgrade(url)
+    yield url
+    _admin(base, f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'",
+           f'DROP DATABASE IF EXISTS "{name}"')
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("authoric-data")
+
+
+@pytest.fixture(scope="session")
+def server(database_url: str, data_dir: Path) -> Iterator[ServerProcess]:
+    """One server process for the session (real HTTP over loopback)."""
+    proc = start_server(database_url, data_dir)
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="session")
+def http(server: ServerProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+def world(server: ServerProcess, http: httpx.Client) -> AppWorld:
+    """A fresh app on the shared server."""
+    return AppWorld.create(server, http)

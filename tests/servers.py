@@ -1,0 +1,74 @@
+"""Starting and stopping real `authoric serve` processes for tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ADMIN_TOKEN = "test-admin-token"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class ServerProcess:
+    url: str
+    admin_token: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def start_server(database_url: str, data_dir: Path, **extra_env: str) -> ServerProcess:
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "AUTHORIC_DATA_DIR": str(data_dir),
+        "AUTHORIC_ADMIN_TOKEN": ADMIN_TOKEN,
+        "AUTHORIC_TOKEN_RATE_LIMIT": "1000",
+        **extra_env,
+    }
+    log_path = data_dir / f"server-{port}.log"
+    log = log_path.open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "authoric.cli", "serve", "--port", str(port), "--no-access-log",
+         "--log-level", "warning"],
+        env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited early:\n{log_path.read_text()}")
+        try:
+            httpx.get(f"{url}/openapi.json", timeout=1)
+            return ServerProcess(url, ADMIN_TOKEN, process, log_path, env)
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"server did not start:\n{log_path.read_text()}")
