@@ -13,10 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
+import httpx
 import pytest
 from sqlalchemy.engine import make_url
-
-import httpx
 
 from tests.scenario import AppWorld
 from tests.servers import ServerProcess, start_server
