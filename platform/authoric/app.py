@@ -10,12 +10,15 @@ from fastapi import FastAPI
 from authoric.auth.ratelimit import RateLimiter
 from authoric.auth.secrets import admin_token, jwt_secret
 from authoric.catalog.snapshot import SnapshotCache
+from authoric.changes.sequencer import Sequencer
 from authoric.db.embedded import embedded_database_url
-from authoric.db.engine import create_engine
-from authoric.http import admin, autocrud, openapi, sessions
+from authoric.db.engine import create_engine, libpq_url
+from authoric.http import admin, autocrud, openapi, sessions, subscribe
 from authoric.http.context import Services
 from authoric.http.errors import install_error_handlers
 from authoric.http.limits import BodyLimit
+from authoric.realtime.hub import Hub
+from authoric.realtime.relay import Relay
 from authoric.settings import Settings
 
 
@@ -26,14 +29,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         url = settings.database_url or embedded_database_url(settings.data_dir)
         engine = create_engine(settings, url)
+        snapshots = SnapshotCache()
+        hub = Hub(engine, snapshots)
+        relay = Relay(libpq_url(url), hub)
+        sequencer = Sequencer(settings, libpq_url(url))
         app.state.services = Services(
             settings=settings, engine=engine, jwt_secret=jwt_secret(settings),
-            admin_token=admin_token(settings), snapshots=SnapshotCache(),
-            token_limiter=RateLimiter(settings.token_rate_limit),
+            admin_token=admin_token(settings), snapshots=snapshots,
+            token_limiter=RateLimiter(settings.token_rate_limit), hub=hub, sequencer=sequencer,
         )
+        app.state.relay = relay
+        sequencer.start()
+        relay.start()
         try:
             yield
         finally:
+            await relay.stop()
+            await sequencer.stop()
             await engine.dispose()
 
     app = FastAPI(title="Authoric platform API", version="0.1.0", lifespan=lifespan,
@@ -44,6 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(admin.router)
     app.include_router(openapi.router)
     app.include_router(sessions.router)
+    app.include_router(subscribe.router)
     app.include_router(autocrud.router)
     return app
 

@@ -14,6 +14,12 @@ def async_url(url: str) -> str:
     return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
 
 
+def libpq_url(url: str) -> str:
+    """The plain `postgresql://` URL asyncpg connects with directly (relay, sequencer)."""
+    parsed = make_url(url)
+    return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 def create_engine(settings: Settings, url: str) -> AsyncEngine:
     """An engine whose every connection carries the statement timeout."""
     return create_async_engine(

@@ -123,3 +123,11 @@ changes = Table(
     Index("changes_unstamped", "id", postgresql_where=text("pos IS NULL")),
     Index("changes_app_pos", "app_uid", "pos"),
 )
+
+# One row: the highest position the retention job has deleted. A resume from below it
+# has lost entries (`backfill_expired`).
+log_horizon = Table(
+    "log_horizon", metadata,
+    Column("id", BigInteger, primary_key=True),
+    Column("pos", BigInteger, nullable=False),
+)

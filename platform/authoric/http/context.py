@@ -13,7 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.auth.ratelimit import RateLimiter
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
+from authoric.changes.sequencer import Sequencer
 from authoric.errors import BadRequest, UnsupportedMediaType
+from authoric.realtime.hub import Hub
 from authoric.settings import Settings
 
 
@@ -25,12 +27,16 @@ class Services:
     admin_token: str
     snapshots: SnapshotCache
     token_limiter: RateLimiter
+    hub: Hub
+    sequencer: Sequencer
 
     @asynccontextmanager
     async def tx(self) -> AsyncIterator[AsyncConnection]:
         """One transaction: committed when the block ends, rolled back when it raises."""
         async with self.engine.begin() as conn:
             yield conn
+        # The transaction may have written change-log rows: stamp them without waiting.
+        self.sequencer.nudge()
 
     async def snapshot(self, conn: AsyncConnection, app_uid: Any, version: int) -> AppSnapshot:
         return await self.snapshots.get(conn, app_uid, version)

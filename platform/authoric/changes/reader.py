@@ -1,0 +1,56 @@
+"""Reading the change log by position (stamped rows only)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+COLUMNS = "pos, app_uid, table_name, op, row_uid, org_uid, old_row"
+
+
+@dataclass(frozen=True)
+class Change:
+    pos: int
+    app_uid: uuid.UUID
+    table: str
+    op: str
+    row_uid: uuid.UUID | None
+    org_uid: uuid.UUID
+    old_row: dict[str, Any] | None
+
+
+def _change(r: Any) -> Change:
+    old = r["old_row"]
+    if isinstance(old, str):
+        old = json.loads(old)
+    return Change(r["pos"], r["app_uid"], r["table_name"], r["op"], r["row_uid"], r["org_uid"], old)
+
+
+async def changes_after(conn: asyncpg.Connection, pos: int, limit: int) -> list[Change]:
+    rows = await conn.fetch(
+        f"SELECT {COLUMNS} FROM authoric.changes WHERE pos > $1 ORDER BY pos LIMIT $2", pos, limit)
+    return [_change(r) for r in rows]
+
+
+async def table_changes_after(conn: asyncpg.Connection, app_uid: uuid.UUID, table: str,
+                              pos: int, upto: int, limit: int) -> list[Change]:
+    rows = await conn.fetch(
+        f"SELECT {COLUMNS} FROM authoric.changes WHERE app_uid = $1 AND table_name = $2 "
+        "AND pos > $3 AND pos <= $4 ORDER BY pos LIMIT $5", app_uid, table, pos, upto, limit)
+    return [_change(r) for r in rows]
+
+
+async def head(conn: asyncpg.Connection) -> int:
+    """The highest stamped position (0 for an empty log)."""
+    return int(await conn.fetchval(
+        "SELECT GREATEST((SELECT max(pos) FROM authoric.changes WHERE pos IS NOT NULL), "
+        "(SELECT pos FROM authoric.log_horizon WHERE id = 1), 0)") or 0)
+
+
+async def horizon(conn: asyncpg.Connection) -> int:
+    """The highest position retention has deleted."""
+    return int(await conn.fetchval("SELECT pos FROM authoric.log_horizon WHERE id = 1") or 0)

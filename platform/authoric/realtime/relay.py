@@ -1,0 +1,84 @@
+"""The relay: one dedicated LISTEN connection per process (never from the pool) that only
+wakes the fan-out; the fan-out always reads the log by position.
+
+A lost notification, a killed listener connection or a PostgreSQL restart costs latency,
+never events: after any reconnect the relay catches up from the last position it handed
+to the hub, and it also polls once a second in case a notification went missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import asyncpg
+
+from authoric.changes import reader
+from authoric.changes.sequencer import CHANNEL
+from authoric.realtime.hub import Hub
+
+log = logging.getLogger("authoric.relay")
+POLICY_CHANNEL = "authoric_policy"
+SAFETY_POLL = 1.0
+BATCH = 2000
+
+
+class Relay:
+    def __init__(self, dsn: str, hub: Hub) -> None:
+        self.dsn, self.hub = dsn, hub
+        self.position = -1  # last position handed to the hub (-1: not started)
+        self.connected = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.conn: asyncpg.Connection | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="authoric-relay")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+    def _notified(self, *_: object) -> None:
+        self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                conn = await asyncpg.connect(self.dsn)
+            except (OSError, asyncpg.PostgresError):
+                await asyncio.sleep(0.5)
+                continue
+            self.conn = conn
+            try:
+                await conn.add_listener(CHANNEL, self._notified)
+                await conn.add_listener(POLICY_CHANNEL, self._notified)
+                if self.position < 0:
+                    self.position = await reader.head(conn)
+                self.connected.set()
+                await self._follow(conn)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                log.warning("relay connection lost, will catch up: %s", exc)
+            finally:
+                self.connected.clear()
+                self.conn = None
+                with contextlib.suppress(Exception):
+                    conn.terminate()
+            await asyncio.sleep(0.2)
+
+    async def _follow(self, conn: asyncpg.Connection) -> None:
+        while True:
+            changes = await reader.changes_after(conn, self.position, BATCH)
+            if changes:
+                await self.hub.dispatch(changes)
+                self.position = changes[-1].pos
+                if len(changes) == BATCH:
+                    continue
+            if conn.is_closed():
+                raise asyncpg.InterfaceError("listener connection closed")
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), SAFETY_POLL)
