@@ -28,6 +28,7 @@ log = logging.getLogger("authoric.sequencer")
 
 LOCK_KEY = 0x61757468  # "auth": the sequencer's advisory lock
 CHANNEL = "authoric_changes"
+APP_NAME = "authoric-sequencer"  # how operators (and fault tests) find this connection
 BATCH = 5000
 
 STAMP = f"""
@@ -74,7 +75,7 @@ class Sequencer:
     async def _run(self) -> None:
         while True:
             try:
-                conn = await asyncpg.connect(self.dsn)
+                conn = await asyncpg.connect(self.dsn, server_settings={"application_name": APP_NAME})
             except (OSError, asyncpg.PostgresError):
                 await asyncio.sleep(0.5)
                 continue

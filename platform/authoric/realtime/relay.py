@@ -21,6 +21,7 @@ from authoric.realtime.hub import Hub
 log = logging.getLogger("authoric.relay")
 POLICY_CHANNEL = "authoric_policy"
 SAFETY_POLL = 1.0
+APP_NAME = "authoric-relay"  # how operators (and fault tests) find the listener connection
 BATCH = 2000
 
 
@@ -48,7 +49,7 @@ class Relay:
     async def _run(self) -> None:
         while True:
             try:
-                conn = await asyncpg.connect(self.dsn)
+                conn = await asyncpg.connect(self.dsn, server_settings={"application_name": APP_NAME})
             except (OSError, asyncpg.PostgresError):
                 await asyncio.sleep(0.5)
                 continue
