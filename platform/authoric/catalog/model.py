@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from authoric.catalog.names import check_name
 from authoric.catalog.types import COLUMN_TYPES, BadValue, parse_json
-from authoric.errors import ValidationFailed
+from authoric.errors import Conflict, ValidationFailed
 
 OPERATIONS = ("list", "read", "create", "update", "delete")
 
@@ -72,11 +72,14 @@ class TableDef(BaseModel):
 
 
 def check_columns(columns: list[ColumnDef], existing: set[str]) -> None:
-    """Each column is well formed and no name repeats, nor clashes with a reference's `_uid`."""
+    """Each column is well formed and no name repeats, nor clashes with a reference's `_uid`.
+    A name an existing column already holds is a 409 (taken); a repeat within `columns`, a 422."""
     seen = set(existing)
     for column in columns:
         column.checked()
         for taken in (column.name, f"{column.name}_uid" if column.type == "reference" else None):
+            if taken and taken in existing:
+                raise Conflict(f"column name {taken!r} is taken", {"column": column.name})
             if taken and taken in seen:
                 raise ValidationFailed(f"column {column.name!r} is defined twice",
                                        {"column": column.name})
