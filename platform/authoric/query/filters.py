@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, false, not_, or_, true
+from sqlalchemy import and_, false, literal, not_, or_, true
 from sqlalchemy.sql.elements import ColumnElement
 
 from authoric.catalog.types import BadValue, parse_json, parse_text
@@ -99,11 +99,15 @@ def _comparison(ref: FieldRef, op: str, raw: Any, scope: FilterScope) -> ColumnE
         if any(v is None for v in values):
             raise FilterError(f"{op!r} lists cannot hold null")
         if not values:
-            return false() if op == "in" else col.isnot(None)
+            # `in` is the OR of its equalities, `nin` the AND of its inequalities.
+            return false() if op == "in" else true()
         return col.in_(values) if op == "in" else col.notin_(values)
     if op == "like":
         if ref.type != "text" or not isinstance(raw, str):
             raise FilterError("like applies to text columns and takes a string pattern")
+        if (len(raw) - len(raw.rstrip("\\"))) % 2:
+            # PostgreSQL refuses it at run time (SQLSTATE 22025); refuse it as a bad filter.
+            raise FilterError("a like pattern cannot end with its escape character `\\`")
         return col.like(raw)
     value = _coerce(ref, raw, scope)
     if value is None:
@@ -114,10 +118,12 @@ def _comparison(ref: FieldRef, op: str, raw: Any, scope: FilterScope) -> ColumnE
         raise FilterError(f"{op!r} cannot compare with null")
     if ref.type == "json" and op not in ("eq", "ne"):
         raise FilterError("json columns only take eq, ne, in, nin and is_null")
+    # An explicit bind: SQLAlchemy would inline True/False (and refuse `<` with them).
+    bound = literal(value, type_=col.type)
     return {
         "eq": col.__eq__, "ne": col.__ne__, "lt": col.__lt__, "lte": col.__le__,
         "gt": col.__gt__, "gte": col.__ge__,
-    }[op](value)
+    }[op](bound)
 
 
 def _is_principal_ref(value: dict[str, Any]) -> bool:
