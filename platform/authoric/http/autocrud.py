@@ -12,13 +12,14 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
+from fastapi.responses import StreamingResponse
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.auth.principals import authenticate
-from authoric.errors import BadRequest
+from authoric.errors import BadRequest, UnsupportedMediaType
 from authoric.http.context import json_body, services
 from authoric.query.filters import query_string_filter
-from authoric.records import reads, writes
+from authoric.records import bulk, csv_export, csv_import, reads, writes
 from authoric.records.gate import Access, admit
 
 router = APIRouter(tags=["autocrud"])
@@ -51,13 +52,46 @@ def list_filter(request: Request) -> dict[str, Any]:
     return terms[0] if len(terms) == 1 else {"and": terms}
 
 
-@router.get("/{app}/autocrud/{table}")
-async def list_rows(request: Request, app: str, table: str) -> dict[str, Any]:
+def wants_csv(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return any(part.split(";")[0].strip() == "text/csv" for part in accept.split(","))
+
+
+@router.get("/{app}/autocrud/{table}", response_model=None)
+async def list_rows(request: Request, app: str, table: str) -> dict[str, Any] | StreamingResponse:
+    q = request.query_params
     async with governed(request, app, table, "read_list") as (conn, access):
-        q = request.query_params
-        query = reads.ListQuery(list_filter(request), q.get("order"), q.get("limit"),
-                                q.get("after"))
-        return await reads.list_page(conn, access, query)
+        if wants_csv(request):
+            statement = csv_export.export_statement(access, list_filter(request), q.get("order"))
+        else:
+            query = reads.ListQuery(list_filter(request), q.get("order"), q.get("limit"),
+                                    q.get("after"))
+            return await reads.list_page(conn, access, query)
+    rows = csv_export.export_csv(services(request).engine, access, statement)
+    return StreamingResponse(rows, media_type="text/csv; charset=utf-8", headers={
+        "Content-Disposition": f'attachment; filename="{access.table.name}.csv"'})
+
+
+@router.patch("/{app}/autocrud/{table}")
+async def bulk_update(request: Request, app: str, table: str) -> dict[str, Any]:
+    async with governed(request, app, table, "update") as (conn, access):
+        body = await json_body(request)
+        return {"count": await bulk.bulk_update(conn, access, list_filter(request), body)}
+
+
+@router.delete("/{app}/autocrud/{table}")
+async def bulk_delete(request: Request, app: str, table: str) -> dict[str, Any]:
+    async with governed(request, app, table, "delete") as (conn, access):
+        return {"count": await bulk.bulk_delete(conn, access, list_filter(request))}
+
+
+@router.post("/{app}/autocrud/{table}/import", status_code=201)
+async def import_rows(request: Request, app: str, table: str) -> dict[str, Any]:
+    async with governed(request, app, table, "create") as (conn, access):
+        content_type = request.headers.get("content-type", "")
+        if content_type.split(";")[0].strip().lower() != "text/csv":
+            raise UnsupportedMediaType("send the file as text/csv", {"contentType": content_type})
+        return {"inserted": await csv_import.import_csv(conn, access, request.stream())}
 
 
 @router.get("/{app}/autocrud/{table}/{uid}")

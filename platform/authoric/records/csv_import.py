@@ -1,0 +1,218 @@
+"""CSV import: all or nothing, streamed, set-based.
+
+The body is parsed as it arrives; each record is typed by column and binary-COPYed into a
+temporary staging table in batches. Checks that need the database (references into the
+caller's org, per-org uniqueness) run as set-based queries on the staging table. Then one
+INSERT ... SELECT moves the rows and the change log is written in the same transaction:
+one `insert` entry per row up to 1,000 rows, else a single `bulk` entry (a `resync`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import and_, func, select, text
+from sqlalchemy import column as sql_column
+from sqlalchemy import table as sql_table
+from sqlalchemy.ext.asyncio import AsyncConnection
+from uuid6 import uuid7
+
+from authoric.catalog.model import ColumnDef
+from authoric.catalog.types import BadValue, parse_json, parse_text
+from authoric.changes.log import BULK, record_change
+from authoric.errors import Forbidden, ValidationFailed
+from authoric.records.csv_stream import CsvProblem, Record, records
+from authoric.records.gate import Access
+from authoric.records.values import SERVER_FIELDS
+
+MAX_ERRORS = 100
+EVENTS_PER_ROW_LIMIT = 1000
+PG_TYPES = {"text": "text", "integer": "bigint", "numeric": "numeric", "boolean": "boolean",
+            "timestamp": "timestamptz", "date": "date", "uuid": "uuid", "json": "jsonb",
+            "reference": "uuid"}
+STAGE = "authoric_import_stage"
+
+
+@dataclass
+class ImportErrors:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, line: int, column: str | None, message: str) -> None:
+        if len(self.rows) < MAX_ERRORS:
+            self.rows.append({"line": line, "column": column, "message": message})
+
+    @property
+    def full(self) -> bool:
+        return len(self.rows) >= MAX_ERRORS
+
+    def raise_if_any(self) -> None:
+        if self.rows:
+            raise ValidationFailed("the file has errors; nothing was imported",
+                                   {"rows": self.rows})
+
+
+def header_columns(access: Access, header: Record) -> list[ColumnDef]:
+    """The columns the header names, in order; 422 before any row is read if it is wrong."""
+    table, errors = access.table, ImportErrors()
+    columns: list[ColumnDef] = []
+    for name in header.fields:
+        column = table.by_field.get(name) or table.definition.column(name)
+        if name in SERVER_FIELDS:
+            errors.add(1, name, "set by the server; remove this column")
+        elif column is None:
+            errors.add(1, name, "unknown column")
+        elif column in columns:
+            errors.add(1, name, "named twice")
+        else:
+            columns.append(column)
+    for column in table.definition.columns:
+        if column.required and column.default is None and column not in columns:
+            errors.add(1, column.name, "required column is missing")
+    errors.raise_if_any()
+    return columns
+
+
+def _typed(column: ColumnDef, raw: str) -> Any:
+    if raw == "":
+        return None
+    if column.type == "json":
+        parse_text("json", raw)  # validate; the staging column takes the JSON text
+        return raw
+    if column.type == "text":
+        return parse_json("text", raw)
+    return parse_text(column.type, raw)
+
+
+def _row(columns: list[ColumnDef], record: Record, errors: ImportErrors) -> list[Any] | None:
+    if len(record.fields) != len(columns):
+        errors.add(record.line, None, f"expected {len(columns)} fields, found {len(record.fields)}")
+        return None
+    values: list[Any] = [record.line, uuid7()]
+    ok = True
+    for column, raw in zip(columns, record.fields, strict=True):
+        try:
+            value = _typed(column, raw)
+        except BadValue as exc:
+            errors.add(record.line, column.name, str(exc))
+            ok = False
+            continue
+        if value is None and column.required:
+            errors.add(record.line, column.name, "required")
+            ok = False
+        values.append(value)
+    return values if ok else None
+
+
+async def import_csv(conn: AsyncConnection, access: Access, chunks: AsyncIterator[bytes]) -> int:
+    """Import the CSV stream into the caller's org; return how many rows were inserted."""
+    driver = (await conn.get_raw_connection()).driver_connection
+    assert driver is not None
+    errors = ImportErrors()
+    columns: list[ColumnDef] | None = None
+    stage_columns: list[str] = []
+    count = 0
+    try:
+        async for batch in records(chunks):
+            if columns is None:
+                columns = header_columns(access, batch[0])
+                stage_columns = ["line", "uid", *[c.name for c in columns]]
+                await _create_stage(conn, columns)
+                batch = batch[1:]
+            rows = [r for r in (_row(columns, rec, errors) for rec in batch) if r is not None]
+            if errors.rows:
+                if errors.full:
+                    break
+                continue  # keep collecting errors; nothing will be written
+            if rows:
+                await driver.copy_records_to_table(STAGE, records=rows, columns=stage_columns)
+                count += len(rows)
+    except CsvProblem as exc:
+        errors.add(exc.line, None, exc.message)
+    if columns is None:
+        errors.raise_if_any()
+        raise ValidationFailed("the file is empty: the first line must name columns",
+                               {"rows": [{"line": 1, "column": None, "message": "no header"}]})
+    errors.raise_if_any()
+    await _check_in_database(conn, access, columns, errors)
+    errors.raise_if_any()
+    await _insert(conn, access, columns, count)
+    return count
+
+
+async def _create_stage(conn: AsyncConnection, columns: list[ColumnDef]) -> None:
+    defs = ", ".join(f'"{c.name}" {PG_TYPES[c.type]}' for c in columns)  # catalog names only
+    await conn.execute(text(f'DROP TABLE IF EXISTS "{STAGE}"'))
+    await conn.execute(text(
+        f'CREATE TEMP TABLE "{STAGE}" (line bigint, uid uuid{", " + defs if defs else ""}) '
+        "ON COMMIT DROP"))
+
+
+async def _check_in_database(conn: AsyncConnection, access: Access, columns: list[ColumnDef],
+                             errors: ImportErrors) -> None:
+    """References must point at live rows of the caller's org; unique values must be new."""
+    org = access.principal.org_uid
+    schema = access.table.table.schema
+    for column in columns:
+        if column.type == "reference":
+            target = access.snapshot.table(str(column.references))
+            live = " AND r.deleted_at IS NULL" if target.soft_delete else ""
+            found = await conn.execute(text(
+                f'SELECT s.line FROM "{STAGE}" s WHERE s."{column.name}" IS NOT NULL AND NOT EXISTS '
+                f'(SELECT 1 FROM "{schema}"."{target.name}" r WHERE r.uid = s."{column.name}" '
+                f"AND r.org_uid = :org{live}) ORDER BY s.line LIMIT {MAX_ERRORS}"), {"org": org})
+            for (line,) in found:
+                errors.add(line, column.name, "references a row that does not exist")
+        if column.unique:
+            found = await conn.execute(text(
+                f'SELECT s.line FROM "{STAGE}" s WHERE s."{column.name}" IS NOT NULL AND ('
+                f'EXISTS (SELECT 1 FROM "{schema}"."{access.table.name}" t '
+                f'WHERE t.org_uid = :org AND t."{column.name}" = s."{column.name}") OR EXISTS '
+                f'(SELECT 1 FROM "{STAGE}" o WHERE o."{column.name}" = s."{column.name}" '
+                f"AND o.line < s.line)) ORDER BY s.line LIMIT {MAX_ERRORS}"), {"org": org})
+            for (line,) in found:
+                errors.add(line, column.name, "duplicate value for a unique column")
+
+
+async def _insert(conn: AsyncConnection, access: Access, columns: list[ColumnDef], count: int) -> None:
+    if not count:
+        return
+    table, principal = access.table, access.principal
+    names = [c.name for c in columns]
+    defaults = [c for c in table.definition.columns if c.name not in names and c.default is not None]
+    target = ", ".join(f'"{n}"' for n in ["uid", "org_uid", *names, *[c.name for c in defaults]])
+    source = ", ".join(["uid", ":org", *[f'"{n}"' for n in names],
+                        *[f":d{i}" for i in range(len(defaults))]])
+    params: dict[str, Any] = {"org": principal.org_uid}
+    for i, column in enumerate(defaults):
+        value = parse_json(column.type, column.default)
+        params[f"d{i}"] = json.dumps(value) if column.type == "json" else value
+    schema = table.table.schema
+    await conn.execute(text(
+        f'INSERT INTO "{schema}"."{table.name}" ({target}) '
+        f'SELECT {source} FROM "{STAGE}" ORDER BY line'), params)
+    await _still_allowed(conn, access)
+    if count <= EVENTS_PER_ROW_LIMIT:
+        await conn.execute(text(
+            "INSERT INTO authoric.changes (app_uid, table_name, op, row_uid, org_uid, actor_uid) "
+            f"SELECT :app, :table, 'insert', uid, :org, :actor FROM \"{STAGE}\" ORDER BY line"),
+            {"app": principal.app_uid, "table": table.name, "org": principal.org_uid,
+             "actor": principal.user_uid})
+    else:
+        await record_change(conn, app_uid=principal.app_uid, table=table.name, op=BULK,
+                            org_uid=principal.org_uid, row_uid=None, actor_uid=principal.user_uid)
+
+
+async def _still_allowed(conn: AsyncConnection, access: Access) -> None:
+    policy = access.decision.policy
+    if policy is None:
+        return
+    t = access.table.table
+    staged: Any = select(sql_column("uid")).select_from(sql_table(STAGE))
+    outside = await conn.scalar(select(func.count()).select_from(t).where(and_(
+        t.c.uid.in_(staged), ~func.coalesce(policy, False))))
+    if outside:
+        raise Forbidden("some imported rows would fall outside your row policy",
+                        {"rows": int(outside)})
