@@ -1,10 +1,12 @@
-"""The `authoric` command: `serve`, `migrate`."""
+"""The `authoric` command: `serve`, `migrate`, `import`, `export`, `seed`."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
+from pathlib import Path
 
 from authoric.auth.secrets import admin_token
 from authoric.db import migrate
@@ -45,6 +47,31 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
+    from authoric.commands.transfer import run_import
+
+    migrate.upgrade(database_url(settings))
+    return asyncio.run(run_import(Path(args.file), args.app, args.table, args.org))
+
+
+def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
+    from authoric.commands.transfer import run_export
+
+    migrate.upgrade(database_url(settings))
+    out = Path(args.out) if args.out else None
+    return asyncio.run(run_export(args.app, args.table, args.org, out, args.filter))
+
+
+def cmd_seed(settings: Settings, args: argparse.Namespace) -> int:
+    from authoric.commands.seed import run_seed
+
+    if not args.demo:
+        print("only `authoric seed --demo` exists so far", file=sys.stderr)
+        return 2
+    migrate.upgrade(database_url(settings))
+    return asyncio.run(run_seed(args.app, args.url))
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="authoric", description=__doc__)
     sub = root.add_subparsers(dest="command", required=True)
@@ -58,6 +85,21 @@ def parser() -> argparse.ArgumentParser:
     mig = sub.add_parser("migrate", help="apply the platform migrations")
     mig.add_argument("--downgrade", metavar="REVISION", help="revert down to REVISION (e.g. base)")
     mig.set_defaults(run=cmd_migrate)
+    imp = sub.add_parser("import", help="import a CSV file into a table, in one org")
+    imp.add_argument("file")
+    for p in (imp, exp := sub.add_parser("export", help="export a table's rows of one org as CSV")):
+        p.add_argument("--app", required=True)
+        p.add_argument("--table", required=True)
+        p.add_argument("--org", required=True, help="the org uid")
+    imp.set_defaults(run=cmd_import)
+    exp.add_argument("--out", help="file to write (default: standard output)")
+    exp.add_argument("--filter", help="a JSON filter, as in ?filter=")
+    exp.set_defaults(run=cmd_export)
+    seed = sub.add_parser("seed", help="create sample data")
+    seed.add_argument("--demo", action="store_true", help="the demo app: vendors, invoices, payments")
+    seed.add_argument("--app", default="demo", help="name of the app to create (default: demo)")
+    seed.add_argument("--url", default="http://127.0.0.1:8000", help="server URL for the hints")
+    seed.set_defaults(run=cmd_seed)
     return root
 
 

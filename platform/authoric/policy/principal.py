@@ -15,6 +15,7 @@ class Principal:
     email: str | None
     roles: tuple[str, ...]
     expires_at: float | None = None  # the access token's exp, for streams
+    acting_as_app: bool = False  # the server-side SDK acting for the app in one org
 
     def attributes(self) -> dict[str, Any]:
         """The values row policies may name through `$principal`."""

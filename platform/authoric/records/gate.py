@@ -31,7 +31,8 @@ def operation_enabled(table: CompiledTable, action: str) -> bool:
 
 def admit(snapshot: AppSnapshot, principal: Principal, table_name: str, action: str) -> Access:
     table = snapshot.table(table_name)
-    if not operation_enabled(table, action):
+    # Operation switches govern the generic API; the app's own jobs may still write.
+    if not principal.acting_as_app and not operation_enabled(table, action):
         raise TableLocked(f"{OPERATION_OF[action]} is switched off on {table_name!r}",
                           {"table": table_name, "operation": OPERATION_OF[action]})
     decision = decide(snapshot, principal, table, action)

@@ -1,0 +1,1 @@
+"""Implementations of the `authoric` subcommands that work with data (import, export, seed)."""

@@ -1,0 +1,167 @@
+"""The server-side SDK: for background jobs, scripts and custom FastAPI routes.
+
+Open a session as a principal (an app user in one org, with that user's roles and policies)
+or as the app itself acting in an explicit org (every permission, no row policy, nothing
+redacted, still confined to that org). Every method goes through the same governed reads
+and write service as the REST API, so every write records its change and reaches
+subscribers (stamped by the sequencer of any running server process).
+
+`Session.sql()` runs raw SQL. It is the one path that produces no events: the change log
+knows nothing of it. Write through the CRUD methods when subscribers must hear of a change.
+
+    sdk = await Authoric.connect()                        # DATABASE_URL or the embedded DB
+    async with sdk.as_app("acme", org_uid) as s:
+        row = await s.create("invoices", {"invoice_number": "A-1"})
+    await sdk.close()
+"""
+
+from __future__ import annotations
+
+import builtins
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, select, text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from authoric.catalog.apps import find_app
+from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
+from authoric.db import tables as t
+from authoric.db.embedded import embedded_database_url
+from authoric.db.engine import create_engine
+from authoric.errors import NotFound, Unauthenticated
+from authoric.policy.principal import Principal
+from authoric.records import bulk, csv_export, csv_import, reads, writes
+from authoric.records.gate import Access, admit
+from authoric.settings import Settings
+
+
+class Authoric:
+    """A connection to an Authoric database, from which sessions are opened."""
+
+    def __init__(self, engine: AsyncEngine, settings: Settings) -> None:
+        self.engine, self.settings = engine, settings
+        self.snapshots = SnapshotCache()
+
+    @classmethod
+    async def connect(cls, database_url: str | None = None,
+                      settings: Settings | None = None) -> Authoric:
+        settings = settings or Settings()
+        url = database_url or settings.database_url or embedded_database_url(settings.data_dir)
+        return cls(create_engine(settings, url), settings)
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+    @asynccontextmanager
+    async def as_app(self, app: str, org: str | uuid.UUID) -> AsyncIterator[Session]:
+        """The app itself, acting in `org`."""
+        async with self.engine.connect() as conn:
+            row = await find_app(conn, app)
+            org_uid = await _org_of(conn, row["uid"], org)
+        yield Session(self, Principal(row["uid"], None, org_uid, None, (), None, acting_as_app=True))
+
+    @asynccontextmanager
+    async def as_user(self, app: str, user: str | uuid.UUID,
+                      org: str | uuid.UUID) -> AsyncIterator[Session]:
+        """An app user in one of its orgs, with that membership's roles (looked up per call)."""
+        async with self.engine.connect() as conn:
+            row = await find_app(conn, app)
+            org_uid = await _org_of(conn, row["uid"], org)
+            user_row = (await conn.execute(select(t.users.c.uid, t.users.c.email).where(and_(
+                t.users.c.app_uid == row["uid"], t.users.c.uid == _uuid(user, "user"))))).first()
+            if user_row is None:
+                raise NotFound("no such user")
+        yield Session(self, Principal(row["uid"], user_row.uid, org_uid, user_row.email, ()))
+
+
+def _uuid(value: str | uuid.UUID, what: str) -> uuid.UUID:
+    try:
+        return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
+    except ValueError as exc:
+        raise NotFound(f"no such {what}") from exc
+
+
+async def _org_of(conn: AsyncConnection, app_uid: uuid.UUID, org: str | uuid.UUID) -> uuid.UUID:
+    found = await conn.scalar(select(t.orgs.c.uid).where(and_(
+        t.orgs.c.app_uid == app_uid, t.orgs.c.uid == _uuid(org, "org"))))
+    if found is None:
+        raise NotFound("no such org")
+    return uuid.UUID(str(found))
+
+
+@dataclass
+class Session:
+    sdk: Authoric
+    principal: Principal
+
+    @asynccontextmanager
+    async def _access(self, table: str, action: str) -> AsyncIterator[tuple[AsyncConnection, Access]]:
+        async with self.sdk.engine.begin() as conn:
+            principal, snapshot = await self._current(conn)
+            yield conn, admit(snapshot, principal, table, action)
+
+    async def _current(self, conn: AsyncConnection) -> tuple[Principal, AppSnapshot]:
+        """The principal with its roles as of now, and the app's current snapshot."""
+        p = self.principal
+        version = await conn.scalar(select(t.apps.c.version).where(t.apps.c.uid == p.app_uid))
+        if version is None:
+            raise NotFound("no such app")
+        if not p.acting_as_app:
+            roles = await conn.scalar(select(t.members.c.roles).where(and_(
+                t.members.c.org_uid == p.org_uid, t.members.c.user_uid == p.user_uid)))
+            if roles is None:
+                raise Unauthenticated("membership revoked")
+            p = Principal(p.app_uid, p.user_uid, p.org_uid, p.email, tuple(roles))
+        return p, await self.sdk.snapshots.get(conn, p.app_uid, version)
+
+    async def create(self, table: str, values: dict[str, Any]) -> dict[str, Any]:
+        async with self._access(table, "create") as (conn, access):
+            return await writes.create_row(conn, access, values)
+
+    async def read(self, table: str, uid: str | uuid.UUID) -> dict[str, Any]:
+        async with self._access(table, "read") as (conn, access):
+            return await reads.read_one(conn, access, _uuid(uid, "row"))
+
+    async def list(self, table: str, filter: dict[str, Any] | None = None, order: str | None = None,
+                   limit: int | None = None, after: str | None = None) -> dict[str, Any]:
+        query = reads.ListQuery(filter or {}, order, None if limit is None else str(limit), after)
+        async with self._access(table, "read_list") as (conn, access):
+            return await reads.list_page(conn, access, query)
+
+    async def update(self, table: str, uid: str | uuid.UUID, values: dict[str, Any]) -> dict[str, Any]:
+        async with self._access(table, "update") as (conn, access):
+            return await writes.update_row(conn, access, _uuid(uid, "row"), values)
+
+    async def delete(self, table: str, uid: str | uuid.UUID) -> None:
+        async with self._access(table, "delete") as (conn, access):
+            await writes.delete_row(conn, access, _uuid(uid, "row"))
+
+    async def bulk_update(self, table: str, filter: dict[str, Any], values: dict[str, Any]) -> int:
+        async with self._access(table, "update") as (conn, access):
+            return await bulk.bulk_update(conn, access, filter, {"set": values})
+
+    async def bulk_delete(self, table: str, filter: dict[str, Any]) -> int:
+        async with self._access(table, "delete") as (conn, access):
+            return await bulk.bulk_delete(conn, access, filter)
+
+    async def import_csv(self, table: str, chunks: AsyncIterator[bytes]) -> int:
+        async with self._access(table, "create") as (conn, access):
+            return await csv_import.import_csv(conn, access, chunks)
+
+    async def export_csv(self, table: str, filter: dict[str, Any] | None = None,
+                         order: str | None = None) -> AsyncIterator[bytes]:
+        async with self._access(table, "read_list") as (_, access):
+            statement = csv_export.export_statement(access, filter or {}, order)
+        async for chunk in csv_export.export_csv(self.sdk.engine, access, statement):
+            yield chunk
+
+    async def sql(self, statement: str, params: dict[str, Any] | None = None) -> builtins.list[Any]:
+        """Raw SQL in its own transaction. Produces NO change events: subscribers never hear
+        of what it writes. Tables live in schema `app_<app uid hex>`."""
+        async with self.sdk.engine.begin() as conn:
+            result = await conn.execute(text(statement), params or {})
+            return list(result.mappings()) if result.returns_rows else []
