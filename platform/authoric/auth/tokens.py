@@ -70,6 +70,9 @@ def _claims(payload: dict[str, Any], token_type: str) -> Claims:
             raise ValueError(aud)
         if not all(isinstance(payload[k], str) for k in ("sub", "org", "jti")):
             raise ValueError("claims")
+        # NumericDate claims are JSON numbers; PyJWT alone would take `"exp": "9999999999"`.
+        if not all(type(payload[k]) in (int, float) for k in ("exp", "iat")):
+            raise ValueError("dates")
         return Claims(uuid.UUID(aud[4:]), uuid.UUID(payload["sub"]), uuid.UUID(payload["org"]),
                       uuid.UUID(payload["jti"]), float(payload["exp"]), token_type)
     except (ValueError, TypeError) as exc:

@@ -58,3 +58,5 @@ async def json_body(request: Request) -> Any:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest("the body is not valid JSON") from exc
+    except RecursionError as exc:  # nesting deeper than the parser goes
+        raise BadRequest("the body is nested too deeply") from exc

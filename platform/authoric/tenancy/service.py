@@ -15,9 +15,12 @@ from uuid6 import uuid7
 from authoric.auth.passwords import hash_password
 from authoric.catalog.apps import bump_version, find_app
 from authoric.catalog.names import check_name
+from authoric.catalog.snapshot import AppSnapshot, load_snapshot
 from authoric.db import tables as t
-from authoric.errors import Conflict, NotFound, ValidationFailed, invalid_body
+from authoric.errors import BadRequest, Conflict, NotFound, ValidationFailed, invalid_body
 from authoric.policy.roles import RoleDef, check_role
+from authoric.query.fields import table_fields
+from authoric.query.filters import FilterScope, compile_filter
 
 
 def _uuid(ref: str, what: str) -> uuid.UUID:
@@ -160,6 +163,7 @@ async def put_role(conn: AsyncConnection, app_ref: str, name: str, body: Any) ->
         role = check_role(RoleDef.model_validate(body))
     except ValidationError as exc:
         raise invalid_body(exc, "invalid role") from exc
+    _check_against_tables(role, await load_snapshot(conn, app["uid"]))
     values = {"permissions": role.permissions, "row_policies": role.row_policies,
               "redact": role.redact}
     stmt = insert(t.roles).values(app_uid=app["uid"], name=name, **values)
@@ -167,6 +171,34 @@ async def put_role(conn: AsyncConnection, app_ref: str, name: str, body: Any) ->
                                                   set_=values))
     await bump_version(conn, app["uid"])
     return role.public(name)
+
+
+# Stand-in values for `$principal`: a row policy has to compile for any caller, not one in particular.
+_ANY_PRINCIPAL = {"uid": uuid.UUID(int=1), "email": "principal@example.invalid",
+                  "org": uuid.UUID(int=2)}
+
+
+def _check_against_tables(role: RoleDef, snapshot: AppSnapshot) -> None:
+    """Row policies compile against their tables and redaction names their columns, for the
+    tables that exist now. (A later table change that breaks a policy makes it fail closed.)"""
+    for table_name, policy in role.row_policies.items():
+        compiled = snapshot.tables.get(table_name)
+        if compiled is None:
+            continue
+        try:
+            compile_filter(policy, FilterScope(table_fields(compiled), _ANY_PRINCIPAL))
+        except BadRequest as exc:
+            raise ValidationFailed(
+                f"the row policy on {table_name!r} does not compile: {exc.message}",
+                {**exc.details, "table": table_name, "reason": exc.message}) from exc
+    for table_name, columns in role.redact.items():
+        compiled = snapshot.tables.get(table_name)
+        if compiled is None:
+            continue
+        unknown = sorted(set(columns) - {c.name for c in compiled.definition.columns})
+        if unknown:
+            raise ValidationFailed(f"redact names unknown columns of {table_name!r}: "
+                                   f"{', '.join(unknown)}", {"table": table_name, "columns": unknown})
 
 
 async def list_roles(conn: AsyncConnection, app_ref: str) -> list[dict[str, Any]]:
