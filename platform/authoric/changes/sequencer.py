@@ -76,12 +76,12 @@ class Sequencer:
         while True:
             try:
                 conn = await asyncpg.connect(self.dsn, server_settings={"application_name": APP_NAME})
-            except (OSError, asyncpg.PostgresError):
+            except Exception:  # any failure to connect: retry
                 await asyncio.sleep(0.5)
                 continue
             try:
                 await self._lead(conn)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            except Exception as exc:  # e.g. InternalClientError after a kill: never die
                 log.warning("sequencer connection lost: %s", exc)
             finally:
                 self.leader = False

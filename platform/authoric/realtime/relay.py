@@ -50,7 +50,7 @@ class Relay:
         while True:
             try:
                 conn = await asyncpg.connect(self.dsn, server_settings={"application_name": APP_NAME})
-            except (OSError, asyncpg.PostgresError):
+            except Exception:  # any failure to connect: retry
                 await asyncio.sleep(0.5)
                 continue
             self.conn = conn
@@ -61,7 +61,7 @@ class Relay:
                     self.position = await reader.head(conn)
                 self.connected.set()
                 await self._follow(conn)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            except Exception as exc:  # e.g. InternalClientError after a kill: never die
                 log.warning("relay connection lost, will catch up: %s", exc)
             finally:
                 self.connected.clear()
