@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import concurrent.futures
 import contextlib
 import itertools
 import json
@@ -321,7 +322,12 @@ def db_fetch(url: str, sql: str, *args: Any) -> list[Any]:
         finally:
             await conn.close()
 
-    return asyncio.run(run())
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run())
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from an async test
+        return pool.submit(asyncio.run, run()).result()
 
 
 def db_value(url: str, sql: str, *args: Any) -> Any:
