@@ -7,10 +7,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, or_
+from sqlalchemy import and_, literal, or_
 from sqlalchemy.sql.elements import ColumnElement
 
-from authoric.catalog.types import BadValue, parse_text, render
+from authoric.catalog.types import BadValue, parse_json, parse_text, render
 from authoric.errors import BadRequest
 from authoric.query.fields import FieldRef
 
@@ -71,14 +71,15 @@ def cursor_clause(ordering: Ordering, cursor: str, uid: Any) -> ColumnElement[bo
         if doc["o"] != ordering.spec:
             raise ValueError("cursor made for another order")
         after_uid = parse_text("uuid", doc["u"])
-        raw = doc["v"]
-        value = None if raw is None else (
-            parse_text(ordering.field.type, raw) if isinstance(raw, str) else raw)
+        # `v` is the rendered JSON value, so the JSON parser reads it back (and refuses a
+        # value of another type, which would otherwise reach SQL).
+        value = parse_json(ordering.field.type, doc["v"])
     except (ValueError, KeyError, TypeError, BadValue) as exc:
         raise BadRequest("bad cursor", {"after": cursor}) from exc
     col = ordering.field.column
     beyond_uid = uid < after_uid if ordering.descending else uid > after_uid
     if value is None:
         return and_(col.is_(None), beyond_uid)
+    value = literal(value, type_=col.type)  # bound and typed: booleans compare with < and >
     beyond = col < value if ordering.descending else col > value
     return or_(beyond, and_(col == value, beyond_uid), col.is_(None))
