@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import and_, select, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.catalog.apps import find_app
@@ -32,6 +33,7 @@ from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.db import tables as t
 from authoric.db.embedded import embedded_database_url
 from authoric.db.engine import create_engine
+from authoric.db.errors import translate
 from authoric.errors import NotFound, Unauthenticated
 from authoric.policy.principal import Principal
 from authoric.records import bulk, csv_export, csv_import, reads, writes
@@ -100,9 +102,12 @@ class Session:
 
     @asynccontextmanager
     async def _access(self, table: str, action: str) -> AsyncIterator[tuple[AsyncConnection, Access]]:
-        async with self.sdk.engine.begin() as conn:
-            principal, snapshot = await self._current(conn)
-            yield conn, admit(snapshot, principal, table, action)
+        try:
+            async with self.sdk.engine.begin() as conn:
+                principal, snapshot = await self._current(conn)
+                yield conn, admit(snapshot, principal, table, action)
+        except DBAPIError as exc:  # the contract's errors, as the REST API gives them (409...)
+            raise translate(exc) from exc
 
     async def _current(self, conn: AsyncConnection) -> tuple[Principal, AppSnapshot]:
         """The principal with its roles as of now, and the app's current snapshot."""
