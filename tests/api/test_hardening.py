@@ -330,6 +330,48 @@ def test_a_row_cannot_be_moved_to_another_org(notes: tuple[AppWorld, Caller, str
     assert expect(north.get(url), 200) == row
 
 
+@pytest.mark.parametrize(("field", "value"), SERVER_FIELDS, ids=[f for f, _ in SERVER_FIELDS])
+def test_a_bulk_update_setting_a_server_field_is_refused_and_changes_nothing(
+        notes: tuple[AppWorld, Caller, str], field: str, value: Any) -> None:
+    world, caller, _ = notes
+    row = expect(caller.post(world.rows("notes"), json={"title": "kept", "n": 1}), 201)
+    response = caller.patch(world.rows("notes"), params={"title": "kept"},
+                            json={"set": {"n": 2, field: value}})
+    expect(response, 422, "VALIDATION_FAILED")
+    assert expect(caller.get(f"{world.rows('notes')}/{row['uid']}"), 200) == row
+
+
+@pytest.mark.parametrize("field", ["uid", "org", "org_uid", "createdAt", "updatedAt"])
+def test_a_csv_import_naming_a_server_field_is_refused_and_writes_nothing(
+        notes: tuple[AppWorld, Caller, str], field: str) -> None:
+    world, caller, org = notes
+    value = {"uid": "0190f1b2-0000-7000-8000-000000000001", "createdAt": "2001-01-01T00:00:00Z",
+             "updatedAt": "2001-01-01T00:00:00Z"}.get(field, org)
+    response = caller.post(f"{world.rows('notes')}/import",
+                           content=f"title,{field}\nsmuggled,{value}\n".encode(),
+                           headers={"Content-Type": "text/csv"})
+    expect(response, 422, "VALIDATION_FAILED")
+    assert titles(caller, world) == []
+
+
+def test_a_bulk_update_cannot_move_rows_to_another_org(
+        notes: tuple[AppWorld, Caller, str]) -> None:
+    world, north, _ = notes
+    south_org = world.org("South")
+    south = world.caller(south_org, ["writer"])
+    expect(north.post(world.rows("notes"), json={"title": "north's"}), 201)
+    for key in ("org", "org_uid", "orgUid"):
+        expect(north.patch(world.rows("notes"), params={"title": "north's"},
+                           json={"set": {key: south_org}}), 422, "VALIDATION_FAILED")
+    # nor can the other org reach them with a bulk write of its own
+    assert expect(south.patch(world.rows("notes"), params={"title": "north's"},
+                              json={"set": {"title": "mine"}}), 200) == {"count": 0}
+    assert expect(south.delete(world.rows("notes"), params={"title": "north's"}), 200) == {
+        "count": 0}
+    assert titles(south, world) == []
+    assert titles(north, world) == ["north's"]
+
+
 def test_a_reference_cannot_point_into_another_org(world: AppWorld) -> None:
     world.table("vendors", [{"name": "name", "type": "text"}])
     world.table("invoices", [{"name": "vendor", "type": "reference", "references": "vendors"}])
