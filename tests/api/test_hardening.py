@@ -487,8 +487,6 @@ def test_a_body_nested_past_the_parser_limit_is_a_bad_request_not_a_crash(
     assert_clean_error(response)
 
 
-@pytest.mark.xfail(strict=True, reason="http/autocrud.list_filter lets json.loads' RecursionError "
-                                       "escape as a 500; reported to its owner")
 def test_a_filter_nested_past_the_parser_limit_is_a_bad_request_not_a_crash(
         shared: tuple[AppWorld, Caller, str]) -> None:
     world, caller, _ = shared

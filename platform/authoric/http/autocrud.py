@@ -45,8 +45,8 @@ def list_filter(request: Request) -> dict[str, Any]:
     if raw is not None:
         try:
             terms.append(json.loads(raw))
-        except ValueError as exc:
-            raise BadRequest("`filter` is not valid JSON", {"filter": raw}) from exc
+        except (ValueError, RecursionError) as exc:
+            raise BadRequest("`filter` is not valid JSON", {"filter": raw[:200]}) from exc
     if not terms:
         return {}
     return terms[0] if len(terms) == 1 else {"and": terms}
