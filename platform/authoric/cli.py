@@ -103,9 +103,21 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
+DATA_COMMANDS = ("import", "export", "seed")
+EXIT_OTHER = 3  # import/export/seed: anything but done (0), refused (1) or a wrong name (2)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return int(args.run(Settings(), args))
+    try:
+        return int(args.run(Settings(), args))
+    except Exception as exc:
+        if args.command not in DATA_COMMANDS:
+            raise
+        # An unreachable database (say) must not look like a refused file (exit 1).
+        first = (str(exc).splitlines() or [""])[0]
+        print(f"authoric {args.command}: {type(exc).__name__}: {first}", file=sys.stderr)
+        return EXIT_OTHER
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ def test_clerk_sending_a_bulk_write_without_a_filter_gets_400_and_nothing_change
         books: AppWorld, method: str) -> None:
     clerk = books.caller(books.orgs["A"], ["clerk"])
     _seed(books, clerk, "A", ["north", "south"])
-    body = {"json": {"set": {"status": "void"}}} if method == "PATCH" else {}
+    body: dict[str, Any] = {"json": {"set": {"status": "void"}}} if method == "PATCH" else {}
     expect(clerk.request(method, books.rows("invoices"), **body), 400, "BAD_REQUEST")
     expect(clerk.request(method, books.rows("invoices"), params={"filter": "{}"}, **body),
            400, "BAD_REQUEST")
@@ -234,7 +234,7 @@ def test_clerk_bulk_write_sends_one_resync_to_subscribers_of_their_org_and_none_
     with SSEClient(url, path, clerk_a.token) as feed_a, SSEClient(url, path, clerk_b.token) as feed_b:
         feed_a.wait_connected()
         feed_b.wait_connected()
-        body = {"json": {"set": {"status": "approved"}}} if method == "PATCH" else {}
+        body: dict[str, Any] = {"json": {"set": {"status": "approved"}}} if method == "PATCH" else {}
         got = expect(clerk_a.request(method, books.rows("invoices"), params={"region": "north"},
                                      **body), 200)
         assert got == {"count": 2}

@@ -16,7 +16,16 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
-from authoric.errors import AuthoricError, ValidationFailed
+from authoric.errors import (
+    AuthoricError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotFound,
+    TableLocked,
+    Unauthenticated,
+    ValidationFailed,
+)
 from authoric.sdk import Authoric
 
 CHUNK = 1 << 20
@@ -60,9 +69,19 @@ async def run_import(path: Path, app: str, table: str, org: str) -> int:
         return EXIT_REFUSED
     except AuthoricError as exc:
         console.print(f"[red]{exc.code}: {exc.message}")
-        return EXIT_NAMES
+        return _exit_code(exc)
     finally:
         await sdk.close()
+
+
+def _exit_code(exc: AuthoricError) -> int:
+    """A name the operator got wrong (or one they may not use) is 2; a file that conflicts with
+    the table's rows (a unique value taken meanwhile) is refused, 1; anything else is 3."""
+    if isinstance(exc, NotFound | Forbidden | TableLocked | Unauthenticated | BadRequest):
+        return EXIT_NAMES
+    if isinstance(exc, Conflict):
+        return EXIT_REFUSED
+    return EXIT_OTHER
 
 
 async def run_export(app: str, table: str, org: str, out: Path | None, filter_json: str | None) -> int:
@@ -84,6 +103,6 @@ async def run_export(app: str, table: str, org: str, out: Path | None, filter_js
         return EXIT_NAMES
     except AuthoricError as exc:
         console.print(f"[red]{exc.code}: {exc.message}")
-        return EXIT_NAMES
+        return _exit_code(exc)
     finally:
         await sdk.close()
