@@ -113,7 +113,7 @@ async def run(args: argparse.Namespace, server: Server, db: Database, world: Wor
           f"stream per interval); {per_round * 1000:.0f} ms server CPU per ping round, "
           f"{per_round / len(clients) * 1e6:.1f} µs per ping; RSS now {rss2 / MiB:.1f} MiB",
           flush=True)
-    dropped = sum(1 for c in clients if c.closed.done())
+    dropped = sum(1 for c in clients if c.closed.done() or c.ended)
 
     for c in clients:
         c.close()

@@ -358,6 +358,7 @@ class SseClient(asyncio.Protocol):
         self._chunked = True
         self.frames = 0
         self.pings = 0
+        self.ended = False
         self.last_id: int | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -385,6 +386,8 @@ class SseClient(asyncio.Protocol):
                 if eol < 0:
                     break
                 size = int(raw[pos:eol].split(b";", 1)[0], 16)
+                if size == 0:
+                    self.ended = True  # the server ended the stream (the last chunk)
                 if len(raw) < eol + 2 + size + 2:
                     break
                 body.append(raw[eol + 2:eol + 2 + size])
@@ -841,6 +844,11 @@ def print_phase(p: Phase) -> None:
           f"response→delivered p50 {pct(p.lat_resp, .5):6.1f} p99 {pct(p.lat_resp, .99):7.1f} ms  "
           f"violations {p.violations}", flush=True)
     c = p.cpu
+    per_write = c["server"] * secs / p.writes * 1000 if p.writes else float("nan")
+    per_delivery = c["server"] * secs / p.delivered * 1e6 if p.delivered else float("nan")
+    print(f"           server CPU: {per_write:.1f} ms per write, {per_delivery:.0f} µs per delivery "
+          f"(all of it, writes included: {p.delivered / (c['server'] * secs):.0f} deliveries per "
+          f"server CPU-second)" if c["server"] else "", flush=True)
     print(f"           CPU (cores): server {c['server']:.2f}  postgres {c['database']:.2f}  "
           f"load generator {c['client']:.2f}  other {c['other']:.2f}  machine {c['machine']:.2f} "
           f"of {os.cpu_count()}", flush=True)
@@ -894,18 +902,29 @@ async def run(args: argparse.Namespace, server: Server, db: Database, world: Wor
         print(census_report(phase, len(ROLES)))
     elif args.census:
         print("statement census: n/a (DATABASE_URL: the PostgreSQL log is not ours to read)")
-    dropped = sum(1 for c in clients if c.closed.done())
-    print(f"\nstreams closed by the server during the run: {dropped}")
+    dropped = sum(1 for c in clients if c.closed.done() or c.ended)
+    print(f"\nstreams ended by the server during the run: {dropped} of {len(clients)}")
     for c in clients:
         c.close()
     return phases
 
 
+def report_server_errors(server: Server) -> None:
+    """Print what the server logged at WARNING or above (it runs with --log-level warning)."""
+    text = server.log_path.read_text(errors="replace")
+    errors = [line for line in text.splitlines()
+              if re.search(r"\b(ERROR|WARNING|CRITICAL)\b|Error:|Exception:", line)]
+    if errors:
+        print(f"\nserver log: {len(errors)} warning/error lines; distinct ones:")
+        for line in dict.fromkeys(e[:300] for e in errors):
+            print("  " + line)
+
+
 def figures(phases: list[Phase]) -> str:
     lines = ["| rate | writes/s | deliveries/s | allowed/s | received/allowed "
              "| sent→deliv p50 / p99 ms | resp→deliv p50 / p99 ms | server CPU | postgres CPU "
-             "| client CPU | other CPU | violations |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "| client CPU | other CPU | server CPU µs / delivery | violations |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for p in phases:
         if p.census is not None:
             continue
@@ -915,7 +934,8 @@ def figures(phases: list[Phase]) -> str:
             f"{p.expected / p.seconds:.0f} | {p.received / max(1, p.expected):.3f} | "
             f"{pct(p.lat_sent, .5):.1f} / {pct(p.lat_sent, .99):.1f}"
             f" | {pct(p.lat_resp, .5):.1f} / {pct(p.lat_resp, .99):.1f} | {c['server']:.2f} | "
-            f"{c['database']:.2f} | {c['client']:.2f} | {c['other']:.2f} | {p.violations} |")
+            f"{c['database']:.2f} | {c['client']:.2f} | {c['other']:.2f} | "
+            f"{c['server'] * p.seconds / max(1, p.delivered) * 1e6:.0f} | {p.violations} |")
     return "\n".join(lines)
 
 
@@ -982,6 +1002,7 @@ def main(argv: list[str] | None = None) -> int:
                   f" {args.subscribers} subscribers = {args.orgs * len(ROLES)} read classes; "
                   f"writer: {args.writer}", flush=True)
             phases = asyncio.run(run(args, server, db, world))
+            report_server_errors(server)
     print("\n" + figures(phases))
     return 0
 
