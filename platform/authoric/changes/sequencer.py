@@ -31,12 +31,16 @@ CHANNEL = "authoric_changes"
 APP_NAME = "authoric-sequencer"  # how operators (and fault tests) find this connection
 BATCH = 5000
 
+# Positions are drawn in id order (nextval evaluated after the sort): an UPDATE ... FROM join
+# would draw them in whatever order the join visits rows, reordering a batch's changes.
 STAMP = f"""
 WITH batch AS (
     SELECT id FROM authoric.changes WHERE pos IS NULL ORDER BY id LIMIT {BATCH} FOR UPDATE
+), numbered AS (
+    SELECT id, nextval('authoric.change_pos') AS pos FROM batch ORDER BY id
 )
-UPDATE authoric.changes c SET pos = nextval('authoric.change_pos')
-FROM batch WHERE c.id = batch.id
+UPDATE authoric.changes c SET pos = numbered.pos
+FROM numbered WHERE c.id = numbered.id
 RETURNING c.pos
 """
 RETAIN = """
