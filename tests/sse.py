@@ -300,6 +300,45 @@ class SSEClient:
             self._client.close()
 
 
+@dataclass
+class Collected:
+    """What `collect` gathered: change and resync frames across reconnects, in arrival order."""
+
+    frames: list[Frame]
+    reconnects: int
+
+    def changes(self) -> list[Frame]:
+        return [f for f in self.frames if f.is_change]
+
+
+def collect(base_url: str, path: str, token: str | None, *, last_event_id: int | None,
+            done: Callable[[list[Frame]], bool], timeout: float = 60.0) -> Collected:
+    """Follow a feed as a well-behaved client does: whenever the stream ends, resume with the
+    last id received, until `done(frames)` (frames with ids, across all connections)."""
+    deadline = time.monotonic() + timeout
+    frames: list[Frame] = []
+    reconnects = -1
+    last = last_event_id
+    while True:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"not done after {timeout}s: {[_short(f) for f in frames[-5:]]}"
+        reconnects += 1
+        with SSEClient(base_url, path, token, last_event_id=last) as stream:
+            assert stream.status_code == 200, (stream.status_code, stream.body)
+
+            def finished(fs: list[Frame], stream: SSEClient = stream,
+                         before: list[Frame] = frames) -> bool:
+                return done(before + [f for f in fs if f.id is not None]) or stream.ended.is_set()
+
+            with contextlib.suppress(AssertionError):  # an ended stream: resume
+                stream.wait_until(finished, timeout=remaining)
+            frames += [f for f in stream.frames if f.id is not None]
+            if done(frames):
+                return Collected(frames, reconnects)
+            if frames:
+                last = frames[-1].pos
+
+
 def _short(frame: Frame) -> str:
     if frame.is_comment:
         return f": {frame.comment}"
