@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
+import httpx
 import pytest
 
-from tests.scenario import AppWorld, Caller, expect
+from tests.scenario import AppWorld, Caller, expect, unique
 from tests.servers import ServerProcess
 
 ROWS = [
@@ -89,8 +90,15 @@ class Book:
             assert len(out) < 100, "pagination does not end"
 
 
+@pytest.fixture(scope="module")
+def book(server: ServerProcess, http: httpx.Client) -> Book:
+    """One seeded app shared by the tests that only read it (they never write its rows)."""
+    return Book(AppWorld.create(server, http))
+
+
 @pytest.fixture
-def book(world: AppWorld) -> Book:
+def fresh_book(world: AppWorld) -> Book:
+    """A seeded app of its own, for a test that writes rows."""
     return Book(world)
 
 
@@ -311,7 +319,9 @@ def test_pages_respect_the_filter(book: Book) -> None:
     assert [r["number"] for p in pages for r in p] == ["B-1", "A-1", "D-1"]
 
 
-def test_pagination_is_stable_while_others_insert_and_delete_between_pages(book: Book) -> None:
+def test_pagination_is_stable_while_others_insert_and_delete_between_pages(
+        fresh_book: Book) -> None:
+    book = fresh_book
     other = book.world.caller(book.org, ["writer"])
     for order in (None, "amount", "-createdAt", "status"):
         params = {"order": order} if order else {}
@@ -371,14 +381,14 @@ def test_member_gets_400_using_a_cursor_with_another_order(book: Book) -> None:
 
 def test_a_cursor_from_another_org_reveals_nothing(book: Book) -> None:
     cursor = book.list(limit=1)["next"]
-    stranger = book.world.caller(book.world.org("Contoso"), ["writer"])
+    stranger = book.world.caller(book.world.org(unique("Contoso")), ["writer"])
     assert expect(stranger.get(book.url, params={"after": cursor}), 200)["items"] == []
 
 
 # Org, redaction ---------------------------------------------------------------------------
 
 def test_a_member_of_another_org_lists_none_of_these_rows(book: Book) -> None:
-    stranger = book.world.caller(book.world.org("Contoso"), ["writer"])
+    stranger = book.world.caller(book.world.org(unique("Contoso")), ["writer"])
     assert book.list(stranger) == {"items": [], "next": None}
     assert book.list(stranger, filter=json.dumps({"or": [{"status": {"is_null": True}},
                                                          {"status": {"is_null": False}}]}),
@@ -386,9 +396,9 @@ def test_a_member_of_another_org_lists_none_of_these_rows(book: Book) -> None:
 
 
 def test_member_who_sees_a_column_redacted_cannot_filter_or_order_by_it(book: Book) -> None:
-    book.world.role("clerk", ["invoices:read_list", "invoices:read"],
+    book.world.role(clerk_role := unique("clerk"), ["invoices:read_list", "invoices:read"],
                     redact={"invoices": ["amount"]})
-    clerk = book.world.caller(book.org, ["clerk"])
+    clerk = book.world.caller(book.org, [clerk_role])
     items = book.list(clerk)["items"]
     assert len(items) == len(ROWS) and all(r["amount"] == "[redacted]" for r in items)
     for params in ({"amount[gt]": "100"}, {"filter": json.dumps({"amount": {"is_null": True}})},
