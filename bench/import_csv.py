@@ -7,8 +7,8 @@ set), and for each size:
 - streams the file from disk to the import endpoint (httpx, `content=` a file iterator), as a
   member of one org, into a fresh table;
 - `COPY`s the same file (asyncpg `copy_to_table`, CSV with header) into a plain table of the
-  same six columns, and into one shaped like the Authoric table (uid primary key, org_uid,
-  created_at/updated_at, the (org_uid, uid) unique index), both fresh;
+  same six columns, and into one shaped like the Authoric table (an ordered uid primary key,
+  org_uid, created_at/updated_at, the (org_uid, uid) unique index), both fresh;
 - samples the server process's VmRSS every 20 ms and reads its VmHWM (peak RSS) after
   resetting it (`/proc/<pid>/clear_refs`), and the CPU seconds of the server and of
   PostgreSQL over the import.
@@ -59,7 +59,8 @@ COLUMNS: list[dict[str, Any]] = [
 ]
 PLAIN_DDL = ("name text NOT NULL, qty bigint, price numeric, seen_at timestamptz, "
              "active boolean, day date")
-SHAPED_DDL = ("uid uuid PRIMARY KEY DEFAULT gen_random_uuid(), "
+# Ordered uids, as UUIDv7 are (random ones would make the index inserts far costlier).
+SHAPED_DDL = ("uid uuid PRIMARY KEY DEFAULT lpad(to_hex(nextval('bench_uid')), 32, '0')::uuid, "
               "org_uid uuid NOT NULL DEFAULT '00000000-0000-0000-0000-000000000001', "
               f"{PLAIN_DDL}, created_at timestamptz NOT NULL DEFAULT now(), "
               "updated_at timestamptz NOT NULL DEFAULT now(), UNIQUE (org_uid, uid)")
@@ -249,6 +250,8 @@ class Result:
     rss_hwm: int | None = None
     server_cpu_s: float = 0.0
     db_cpu_s: float = 0.0
+    client_cpu_s: float = 0.0
+    copy_db_cpu_s: float = 0.0
 
     @property
     def endpoint(self) -> float:
@@ -308,7 +311,8 @@ class App:
 async def copy_into(db_url: str, table: str, ddl: str, path: Path) -> float:
     conn = await asyncpg.connect(db_url)
     try:
-        await conn.execute(f'DROP TABLE IF EXISTS "{table}"; CREATE TABLE "{table}" ({ddl})')
+        await conn.execute(f'DROP TABLE IF EXISTS "{table}"; CREATE SEQUENCE IF NOT EXISTS bench_uid; '
+                           f'CREATE TABLE "{table}" ({ddl})')
         start = time.perf_counter()
         await conn.copy_to_table(table, source=str(path), columns=NAMES, format="csv", header=True)
         elapsed = time.perf_counter() - start
@@ -318,7 +322,13 @@ async def copy_into(db_url: str, table: str, ddl: str, path: Path) -> float:
         await conn.close()
 
 
-def run_size(app: App, db_url: str, work: Path, rows: int, repeat: int) -> Result:
+def _own_cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def run_size(app: App, db_url: str, work: Path, rows: int, repeat: int,
+             profile: Path | None) -> Result:
     path = work / f"import_{rows}.csv"
     result = Result(rows, write_csv(path, rows))
     pid = app.server.process.pid
@@ -327,24 +337,40 @@ def run_size(app: App, db_url: str, work: Path, rows: int, repeat: int) -> Resul
         app.table(table)
         can_reset = reset_peak(pid)
         result.rss_before = _status(pid)["VmRSS"]
-        cpu0, db0 = cpu_seconds(pid), cpu_seconds(app.server.db_pid)
+        cpu0, db0, own0 = cpu_seconds(pid), cpu_seconds(app.server.db_pid), _own_cpu()
+        spy = _py_spy(pid, profile) if profile is not None and i == 0 else None
         with RssSampler(pid) as sampler:
             start = time.perf_counter()
             got = app.import_file(table, path)
             result.endpoint_s.append(time.perf_counter() - start)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(60)
         if got != {"inserted": rows}:
             raise SystemExit(f"unexpected answer: {got}")
         result.server_cpu_s = cpu_seconds(pid) - cpu0
         result.db_cpu_s = cpu_seconds(app.server.db_pid) - db0
+        result.client_cpu_s = _own_cpu() - own0
         result.rss_peak_sampled = max(result.rss_peak_sampled, sampler.peak)
         if can_reset:
             result.rss_hwm = max(result.rss_hwm or 0, _status(pid)["VmHWM"])
         asyncio.run(_drop_app_table(db_url, app.schema(), table))
+        db0 = cpu_seconds(app.server.db_pid)
         result.copy_plain_s.append(asyncio.run(copy_into(db_url, "bench_copy_plain", PLAIN_DDL, path)))
+        result.copy_db_cpu_s = cpu_seconds(app.server.db_pid) - db0
         result.copy_shaped_s.append(asyncio.run(copy_into(db_url, "bench_copy_shaped", SHAPED_DDL,
                                                           path)))
     path.unlink()
     return result
+
+
+def _py_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    """Sample the server with py-spy (collapsed stacks, with native frames off) until SIGINT."""
+    exe = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+    spy = subprocess.Popen([exe, "record", "-p", str(pid), "-o", str(out), "--format", "raw",
+                            "-r", "200"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # let it attach
+    return spy
 
 
 async def _drop_app_table(db_url: str, schema: str, table: str) -> None:
@@ -367,17 +393,22 @@ def report(results: list[Result]) -> str:
     lines = [
         f"{'rows':>9} {'file':>8} {'endpoint':>10} {'rows/s':>9} {'COPY':>8} {'rows/s':>9} "
         f"{'ratio':>6} {'COPY*':>8} {'ratio*':>6} {'RSS before':>11} {'peak RSS':>9} "
-        f"{'VmHWM':>8} {'srv CPU':>8} {'pg CPU':>7}"]
+        f"{'VmHWM':>8} {'srv CPU':>8} {'pg CPU':>7} {'cli CPU':>7} {'COPY pg CPU':>11} "
+        f"{'CPU ratio':>9}"]
     for r in results:
         lines.append(
             f"{r.rows:>9} {r.file_bytes / 2**20:>6.1f}Mi {r.endpoint:>9.2f}s {r.rows / r.endpoint:>9.0f} "
             f"{r.copy_plain:>7.2f}s {r.rows / r.copy_plain:>9.0f} {r.endpoint / r.copy_plain:>5.2f}x "
             f"{r.copy_shaped:>7.2f}s {r.endpoint / r.copy_shaped:>5.2f}x {mib(r.rss_before):>11} "
             f"{mib(r.rss_peak_sampled):>9} {mib(r.rss_hwm):>8} {r.server_cpu_s:>7.1f}s "
-            f"{r.db_cpu_s:>6.1f}s")
+            f"{r.db_cpu_s:>6.1f}s {r.client_cpu_s:>6.1f}s {r.copy_db_cpu_s:>10.1f}s "
+            f"{(r.server_cpu_s + r.db_cpu_s) / max(r.copy_db_cpu_s, 1e-9):>8.1f}x")
     lines.append("COPY = raw COPY into a plain 6-column table; COPY* = into a table shaped like the "
-                 "Authoric one (uid pk, org_uid, timestamps, unique (org_uid, uid)); ratio = "
-                 "endpoint / COPY (target <= 2x). Times are medians of the repeats.")
+                 "Authoric one (ordered uid pk, org_uid, timestamps, unique (org_uid, uid)); ratio = "
+                 "endpoint / COPY (target <= 2x). Times are medians of the repeats. CPU: seconds used by the "
+                 "server process, PostgreSQL (all backends) and this client during the import, and by "
+                 "PostgreSQL during the plain COPY; CPU ratio = (server + PostgreSQL) / COPY's, which "
+                 "other load on the machine affects far less than wall time.")
     return "\n".join(lines)
 
 
@@ -390,6 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", help="where the CSV files and the database go (default: a "
                                            "temp dir, removed afterwards)")
     parser.add_argument("--json", help="also write the results as JSON to this file")
+    parser.add_argument("--py-spy", metavar="FILE", help="profile the server with py-spy during the "
+                        "first import of the largest size; collapsed stacks go to FILE")
     args = parser.parse_args(argv)
     sizes = [int(x.replace("_", "")) for x in args.rows.split(",") if x.strip()]
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="authoric-bench-"))
@@ -403,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
             app = App(server)
             for rows in sizes:
                 print(f"... {rows} rows", flush=True)
-                results.append(run_size(app, server.db_url, work, rows, args.repeat))
+                profile = Path(args.py_spy) if args.py_spy and rows == max(sizes) else None
+                results.append(run_size(app, server.db_url, work, rows, args.repeat, profile))
                 print(report(results[-1:]).splitlines()[1], flush=True)
     finally:
         if not args.work_dir:
