@@ -248,10 +248,10 @@ class Result:
     rss_before: int = 0
     rss_peak_sampled: int = 0
     rss_hwm: int | None = None
-    server_cpu_s: float = 0.0
-    db_cpu_s: float = 0.0
-    client_cpu_s: float = 0.0
-    copy_db_cpu_s: float = 0.0
+    server_cpu: list[float] = field(default_factory=list)
+    db_cpu: list[float] = field(default_factory=list)
+    client_cpu: list[float] = field(default_factory=list)
+    copy_db_cpu: list[float] = field(default_factory=list)
 
     @property
     def endpoint(self) -> float:
@@ -264,6 +264,22 @@ class Result:
     @property
     def copy_shaped(self) -> float:
         return statistics.median(self.copy_shaped_s)
+
+    @property
+    def server_cpu_s(self) -> float:
+        return statistics.median(self.server_cpu)
+
+    @property
+    def db_cpu_s(self) -> float:
+        return statistics.median(self.db_cpu)
+
+    @property
+    def client_cpu_s(self) -> float:
+        return statistics.median(self.client_cpu)
+
+    @property
+    def copy_db_cpu_s(self) -> float:
+        return statistics.median(self.copy_db_cpu)
 
 
 class App:
@@ -348,16 +364,16 @@ def run_size(app: App, db_url: str, work: Path, rows: int, repeat: int,
             spy.wait(60)
         if got != {"inserted": rows}:
             raise SystemExit(f"unexpected answer: {got}")
-        result.server_cpu_s = cpu_seconds(pid) - cpu0
-        result.db_cpu_s = cpu_seconds(app.server.db_pid) - db0
-        result.client_cpu_s = _own_cpu() - own0
+        result.server_cpu.append(cpu_seconds(pid) - cpu0)
+        result.db_cpu.append(cpu_seconds(app.server.db_pid) - db0)
+        result.client_cpu.append(_own_cpu() - own0)
         result.rss_peak_sampled = max(result.rss_peak_sampled, sampler.peak)
         if can_reset:
             result.rss_hwm = max(result.rss_hwm or 0, _status(pid)["VmHWM"])
         asyncio.run(_drop_app_table(db_url, app.schema(), table))
         db0 = cpu_seconds(app.server.db_pid)
         result.copy_plain_s.append(asyncio.run(copy_into(db_url, "bench_copy_plain", PLAIN_DDL, path)))
-        result.copy_db_cpu_s = cpu_seconds(app.server.db_pid) - db0
+        result.copy_db_cpu.append(cpu_seconds(app.server.db_pid) - db0)
         result.copy_shaped_s.append(asyncio.run(copy_into(db_url, "bench_copy_shaped", SHAPED_DDL,
                                                           path)))
     path.unlink()
@@ -405,8 +421,9 @@ def report(results: list[Result]) -> str:
             f"{(r.server_cpu_s + r.db_cpu_s) / max(r.copy_db_cpu_s, 1e-9):>8.1f}x")
     lines.append("COPY = raw COPY into a plain 6-column table; COPY* = into a table shaped like the "
                  "Authoric one (ordered uid pk, org_uid, timestamps, unique (org_uid, uid)); ratio = "
-                 "endpoint / COPY (target <= 2x). Times are medians of the repeats. CPU: seconds used by the "
-                 "server process, PostgreSQL (all backends) and this client during the import, and by "
+                 "endpoint / COPY (target <= 2x). Times and CPU are medians of the repeats. "
+                 "CPU: seconds used by the server process, PostgreSQL (all backends) and this "
+                 "client during the import, and by "
                  "PostgreSQL during the plain COPY; CPU ratio = (server + PostgreSQL) / COPY's, which "
                  "other load on the machine affects far less than wall time.")
     return "\n".join(lines)
@@ -447,7 +464,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps([{**asdict(r), "endpoint": r.endpoint,
                                                 "copy_plain": r.copy_plain,
-                                                "copy_shaped": r.copy_shaped} for r in results],
+                                                "copy_shaped": r.copy_shaped,
+                                                "server_cpu_s": r.server_cpu_s, "db_cpu_s": r.db_cpu_s,
+                                                "copy_db_cpu_s": r.copy_db_cpu_s} for r in results],
                                               indent=2))
     return 0
 
