@@ -88,10 +88,16 @@ async def run(args: argparse.Namespace, server: Server, db: Database, world: Wor
           f"(the sequencer polls the log every few ms; other load on the machine "
           f"{base['other'] * 100:.0f}%)", flush=True)
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), Cpu.take(server.pid, db.pid)
     clients = await open_subscribers(server.host, server.port, requests(args.subscribers),
                                      on_block, args.connect_concurrency, progress=True)
     opened = time.perf_counter() - t0
+    cpu1 = Cpu.take(server.pid, db.pid)
+    print(f"opening cost: server {(cpu1.server - cpu0.server) / len(clients) * 1000:.1f} ms CPU, "
+          f"postgres {(cpu1.database - cpu0.database) / len(clients) * 1000:.1f} ms CPU per "
+          f"subscribe; load generator {(cpu1.client - cpu0.client) / opened * 100:.0f}% of a core,"
+          f" other load {max(0.0, (cpu1.machine - cpu0.machine) - (cpu1.client - cpu0.client) - (cpu1.server - cpu0.server) - (cpu1.database - cpu0.database)) / opened * 100:.0f}%",
+          flush=True)
     await asyncio.sleep(2)
     rss1 = rss_bytes(server.pid)
     per = (rss1 - rss0) / len(clients)
@@ -120,7 +126,18 @@ async def run(args: argparse.Namespace, server: Server, db: Database, world: Wor
     await asyncio.sleep(3)
     rss3 = rss_bytes(server.pid)
     print(f"all closed: server RSS {rss3 / MiB:.1f} MiB ({(rss3 - rss0) / MiB:+.1f} MiB over the "
-          f"start); streams the server closed during the run: {dropped}")
+          f"start); streams the server ended during the run: {dropped}")
+    for cycle in range(2, args.cycles + 1):
+        again = await open_subscribers(server.host, server.port, requests(args.subscribers),
+                                       on_block, args.connect_concurrency)
+        await asyncio.sleep(2)
+        open_rss = rss_bytes(server.pid)
+        for c in again:
+            c.close()
+        await asyncio.sleep(3)
+        print(f"cycle {cycle}: {len(again)} open → RSS {open_rss / MiB:.1f} MiB; all closed → "
+              f"{rss_bytes(server.pid) / MiB:.1f} MiB (memory kept by the allocator is reused, "
+              f"not leaked, if this does not grow cycle after cycle)", flush=True)
     print("\n| subscribers | open time s | RSS before MiB | RSS after MiB | KiB per connection "
           "| server CPU idle, 0 subs | with subs | per ping round ms | per ping µs "
           "| RSS after close MiB |")
@@ -139,6 +156,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="AUTHORIC_SSE_PING_INTERVAL for the server, seconds (5)")
     ap.add_argument("--window", type=float, default=30.0,
                     help="seconds of each idle CPU measurement (30: six 5 s ping rounds)")
+    ap.add_argument("--cycles", type=int, default=1,
+                    help="open/close cycles; later ones only report RSS, to tell reuse from a leak (1)")
     ap.add_argument("--connect-concurrency", type=int, default=100,
                     help="subscribe requests in flight while opening (100)")
     return ap.parse_args(argv)

@@ -428,6 +428,7 @@ async def open_subscribers(host: str, port: int, requests: list[tuple[bytes, Any
     loop = asyncio.get_running_loop()
     gate = asyncio.Semaphore(concurrency)
     clients: list[SseClient] = []
+    started = time.perf_counter()
 
     async def one(request: bytes, tag: Any) -> None:
         async with gate:
@@ -448,7 +449,8 @@ async def open_subscribers(host: str, port: int, requests: list[tuple[bytes, Any
             await asyncio.wait_for(connected, 60)
             clients.append(client)
             if progress and len(clients) % 1000 == 0:
-                print(f"    {len(clients)} subscribers open", flush=True)
+                print(f"    {len(clients)} subscribers open after "
+                      f"{time.perf_counter() - started:.1f} s", flush=True)
 
     await asyncio.gather(*[one(r, t) for r, t in requests])
     return clients

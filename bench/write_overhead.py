@@ -260,11 +260,11 @@ def main(argv: list[str] | None = None) -> int:
         return serve_as(argv[1], argv[2:])
     ap = argparse.ArgumentParser(prog="bench.write_overhead", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seconds", type=float, default=10.0, help="measured seconds per cell (10)")
+    ap.add_argument("--seconds", type=float, default=6.0, help="measured seconds per cell (6)")
     ap.add_argument("--warmup", type=float, default=2.0, help="REST warm-up seconds (2)")
     ap.add_argument("--clients", type=int, default=8, help="concurrent clients (8)")
-    ap.add_argument("--rounds", type=int, default=2,
-                    help="repetitions of each variant, alternating the order (2)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="repetitions of each variant, alternating the order (3)")
     ap.add_argument("--skip-pgbench", action="store_true")
     ap.add_argument("--skip-rest", action="store_true")
     ap.add_argument("--rest-variants", default=",".join(REST_VARIANTS),
@@ -297,34 +297,39 @@ def main(argv: list[str] | None = None) -> int:
                                  if variant == "row+log+seq" else ""), flush=True)
             if not args.skip_rest:
                 rest_results = rest_part(args, work, db)
+    med = statistics.median
     if pg_results["row"]:
-        base = statistics.mean(r["tps"] for r in pg_results["row"])
-        print(f"\npgbench, {args.clients} clients, {args.seconds:g} s x {args.rounds} rounds:\n")
-        print("| variant | tps (mean) | runs | vs row | vs row+log | postgres cores "
-              "| sequencer cores |")
+        base = med(r["tps"] for r in pg_results["row"])
+        log = med(r["tps"] for r in pg_results["row+log"])
+        print(f"\npgbench, {args.clients} clients, {args.seconds:g} s x {args.rounds} rounds "
+              "(median; CPU per write = cores / tps):\n")
+        print("| variant | tps | runs | vs row | vs row+log | postgres µs CPU/write "
+              "| sequencer µs CPU/write |")
         print("|---|--:|---|--:|--:|--:|--:|")
-        log = statistics.mean(r["tps"] for r in pg_results["row+log"])
         for v in PG_VARIANTS:
-            tps = statistics.mean(r["tps"] for r in pg_results[v])
-            runs = " / ".join(f"{r['tps']:.0f}" for r in pg_results[v])
+            rs = pg_results[v]
+            tps = med(r["tps"] for r in rs)
+            runs = " / ".join(f"{r['tps']:.0f}" for r in rs)
             print(f"| {v} | {tps:.0f} | {runs} | {tps / base:.2f}x | {tps / log:.2f}x | "
-                  f"{statistics.mean(r['db_cpu'] for r in pg_results[v]):.2f} | "
-                  f"{statistics.mean(r['sequencer_cpu'] for r in pg_results[v]):.2f} |")
+                  f"{med(r['db_cpu'] / r['tps'] * 1e6 for r in rs):.0f} | "
+                  f"{med(r['sequencer_cpu'] / r['tps'] * 1e6 for r in rs):.0f} |")
     if rest_results:
         first = args.rest_variants[0]
-        base = statistics.mean(r["rate"] for r in rest_results[first])
-        print(f"\nREST creates, {args.clients} clients, {args.seconds:g} s x {args.rounds} rounds:\n")
-        print(f"| server | creates/s (mean) | runs | vs {first} | p50 ms | server CPU ms/write "
-              "| postgres CPU ms/write |")
-        print("|---|--:|---|--:|--:|--:|--:|")
+        base = med(r["rate"] for r in rest_results[first])
+        base_cpu = med(r["server_cpu_ms"] + r["db_cpu_ms"] for r in rest_results[first])
+        print(f"\nREST creates, {args.clients} clients, {args.seconds:g} s x {args.rounds} rounds "
+              "(median):\n")
+        print(f"| server | creates/s | runs | vs {first} | p50 ms | server CPU ms/write "
+              f"| postgres CPU ms/write | CPU/write vs {first} (inverse) | other load (cores) |")
+        print("|---|--:|---|--:|--:|--:|--:|--:|--:|")
         for v in args.rest_variants:
             rs = rest_results[v]
-            rate = statistics.mean(r["rate"] for r in rs)
+            rate = med(r["rate"] for r in rs)
             runs = " / ".join(f"{r['rate']:.0f}" for r in rs)
-            print(f"| {v} | {rate:.0f} | {runs} | "
-                  f"{rate / base:.2f}x | {statistics.mean(r['p50'] for r in rs):.1f} | "
-                  f"{statistics.mean(r['server_cpu_ms'] for r in rs):.2f} | "
-                  f"{statistics.mean(r['db_cpu_ms'] for r in rs):.2f} |")
+            cpu = med(r["server_cpu_ms"] + r["db_cpu_ms"] for r in rs)
+            print(f"| {v} | {rate:.0f} | {runs} | {rate / base:.2f}x | {med(r['p50'] for r in rs):.1f} | "
+                  f"{med(r['server_cpu_ms'] for r in rs):.2f} | {med(r['db_cpu_ms'] for r in rs):.2f} | "
+                  f"{base_cpu / cpu:.2f}x | {med(r['other'] for r in rs):.2f} |")
     return 0
 
 
