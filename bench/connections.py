@@ -92,12 +92,11 @@ async def run(args: argparse.Namespace, server: Server, db: Database, world: Wor
     clients = await open_subscribers(server.host, server.port, requests(args.subscribers),
                                      on_block, args.connect_concurrency, progress=True)
     opened = time.perf_counter() - t0
-    cpu1 = Cpu.take(server.pid, db.pid)
-    print(f"opening cost: server {(cpu1.server - cpu0.server) / len(clients) * 1000:.1f} ms CPU, "
-          f"postgres {(cpu1.database - cpu0.database) / len(clients) * 1000:.1f} ms CPU per "
-          f"subscribe; load generator {(cpu1.client - cpu0.client) / opened * 100:.0f}% of a core,"
-          f" other load {max(0.0, (cpu1.machine - cpu0.machine) - (cpu1.client - cpu0.client) - (cpu1.server - cpu0.server) - (cpu1.database - cpu0.database)) / opened * 100:.0f}%",
-          flush=True)
+    spent = Cpu.take(server.pid, db.pid).since(cpu0)
+    print(f"opening cost: server {spent['server'] * opened / len(clients) * 1000:.1f} ms CPU, "
+          f"postgres {spent['database'] * opened / len(clients) * 1000:.1f} ms CPU per subscribe;"
+          f" load generator {spent['client'] * 100:.0f}% of a core, other load "
+          f"{spent['other'] * 100:.0f}%", flush=True)
     await asyncio.sleep(2)
     rss1 = rss_bytes(server.pid)
     per = (rss1 - rss0) / len(clients)
