@@ -245,6 +245,41 @@ def test_clerk_importing_a_file_with_an_unterminated_quote_gets_422(ledger: AppW
     assert _things(ledger, clerk) == []
 
 
+def test_a_stray_quote_near_the_top_of_a_big_file_is_refused_early_with_its_line(
+        ledger: AppWorld) -> None:
+    """The server does not hold the rest of the file in memory waiting for the quote to close."""
+    clerk = _clerk(ledger)
+    body = ('title,count\na,1\nTV 55" screen,2\n' + "".join(
+        f"row number {i:09d} of a long file,{i}\n" for i in range(500_000))).encode()
+    assert len(body) > 20_000_000
+    pid = ledger.server.process.pid
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM := current RSS
+    before = _vm(pid, "VmHWM")
+    rows = _errors(_import(clerk, ledger, "things", body))
+    assert [r["line"] for r in rows] == [3] and "never closed" in rows[0]["message"]
+    assert _vm(pid, "VmHWM") - before < 12 * 2**20
+    assert _things(ledger, clerk) == []
+
+
+def _vm(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{key}:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(key)
+
+
+def test_a_record_longer_than_a_mebibyte_is_refused(ledger: AppWorld) -> None:
+    clerk = _clerk(ledger)
+    body = "title,count\nok,1\n" + "x" * (1 << 20) + ",2\nlast,3\n"
+    rows = _errors(_import(clerk, ledger, "things", body))
+    assert [r["line"] for r in rows] == [3]
+    assert _things(ledger, clerk) == []
+    # Large values are fine (a single field may hold up to 128 KiB).
+    body = "title,code\n" + "y" * 100_000 + "," + "z" * 100_000 + "\n"
+    assert expect(_import(clerk, ledger, "things", body), 201) == {"inserted": 1}
+    assert len(_things(ledger, clerk)[0]["code"]) == 100_000
+
+
 def test_clerk_importing_a_file_with_text_after_a_closing_quote_gets_422(ledger: AppWorld) -> None:
     clerk = _clerk(ledger)
     rows = _errors(_import(clerk, ledger, "things", 'title,count\na,1\n"b"x,2\n'))

@@ -17,13 +17,20 @@ class CsvProblem(ValueError):
         self.line, self.message = line, message
 
 
+# One record (a line, or the lines of a quoted field that holds newlines) may span at most
+# this much: the JSON body limit's default. Past it the stream is refused at once, instead of
+# holding the rest of the file in memory (a stray quote near the top of a 1 GB file).
+MAX_RECORD_CHARS = 1 << 20
+
+
 @dataclass(frozen=True)
 class Record:
     line: int  # the physical line the record starts on (1 = header)
     fields: list[str]
 
 
-async def records(chunks: AsyncIterator[bytes]) -> AsyncIterator[list[Record]]:
+async def records(chunks: AsyncIterator[bytes],
+                  max_record: int = MAX_RECORD_CHARS) -> AsyncIterator[list[Record]]:
     """Batches of complete records as the bytes arrive.
 
     A run of lines is a complete set of records when it holds an even number of `"`:
@@ -34,6 +41,7 @@ async def records(chunks: AsyncIterator[bytes]) -> AsyncIterator[list[Record]]:
     pending = ""  # text after the last newline
     held: list[str] = []  # complete lines waiting for their quoted field to close
     quotes = 0
+    size = 0  # characters in `held`
     line = 1  # physical line of held[0]
     async for chunk in chunks:
         try:
@@ -45,10 +53,16 @@ async def records(chunks: AsyncIterator[bytes]) -> AsyncIterator[list[Record]]:
         for raw in complete:
             held.append(raw + "\n")
             quotes += raw.count('"')
+            size += len(raw) + 1
             if quotes % 2 == 0:
                 batch.extend(_parse(held, line))
                 line += len(held)
-                held, quotes = [], 0
+                held, quotes, size = [], 0, 0
+            elif size > max_record:
+                raise CsvProblem(line, "a quoted field is never closed "
+                                       f"(a record may span at most {max_record} characters)")
+        if size + len(pending) > max_record:
+            raise CsvProblem(line, f"a record is longer than {max_record} characters")
         if batch:
             yield batch
     try:
