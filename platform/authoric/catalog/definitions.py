@@ -132,6 +132,9 @@ async def _alter(conn: AsyncConnection, app_uid: uuid.UUID, snapshot: Any, defin
             columns = {c.name for c in getattr(constraint, "columns", [])}
             if columns & {c.name for c in added} and constraint.name:
                 ops.invoke(_add_constraint_op(constraint))
+        for index in compiled.table.indexes:
+            if {c.name for c in index.columns} & {c.name for c in added}:
+                index.create(sync)
 
     try:
         async with conn.begin_nested():

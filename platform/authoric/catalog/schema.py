@@ -17,10 +17,12 @@ from sqlalchemy import (
     Column,
     DateTime,
     ForeignKeyConstraint,
+    Index,
     MetaData,
     Table,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.dialects.postgresql import UUID
 
@@ -86,6 +88,15 @@ class CompiledTable:
         return out
 
 
+def _unique(definition: TableDef, column: ColumnDef) -> Any:
+    """Unique per org; on soft-delete tables only among live rows (a deleted row frees its value)."""
+    name = constraint_name("uq", definition.name, column.name)
+    if definition.soft_delete:
+        return Index(name, "org_uid", column.name, unique=True,
+                     postgresql_where=text("deleted_at IS NULL"))
+    return UniqueConstraint("org_uid", column.name, name=name)
+
+
 def compile_table(app_uid: uuid.UUID, definition: TableDef, metadata: MetaData) -> CompiledTable:
     schema = schema_name(app_uid)
     columns: list[Any] = [
@@ -102,8 +113,7 @@ def compile_table(app_uid: uuid.UUID, definition: TableDef, metadata: MetaData) 
     constraints: list[Any] = [UniqueConstraint("org_uid", "uid", name=constraint_name("ou", definition.name))]
     for c in definition.columns:
         if c.unique:
-            constraints.append(UniqueConstraint(
-                "org_uid", c.name, name=constraint_name("uq", definition.name, c.name)))
+            constraints.append(_unique(definition, c))
         if c.type == "reference":
             constraints.append(ForeignKeyConstraint(
                 ["org_uid", c.name],

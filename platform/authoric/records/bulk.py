@@ -13,6 +13,7 @@ from authoric.errors import BadRequest, Forbidden, ValidationFailed
 from authoric.query.filters import compile_filter
 from authoric.records.gate import Access
 from authoric.records.reads import filter_scope
+from authoric.records.references import refuse_if_referenced, require_live_targets
 from authoric.records.values import column_values
 
 
@@ -29,6 +30,7 @@ async def bulk_update(conn: AsyncConnection, access: Access, filter_doc: dict[st
     if not isinstance(body, dict) or set(body) != {"set"}:
         raise ValidationFailed("a bulk update body is {\"set\": {...}}")
     values = column_values(access.table, body["set"], creating=False)
+    await require_live_targets(conn, access, values)
     if not values:
         raise ValidationFailed("`set` names no column")
     table = access.table.table
@@ -49,6 +51,7 @@ async def bulk_delete(conn: AsyncConnection, access: Access, filter_doc: dict[st
     where = _where(access, filter_doc)
     table = access.table.table
     if access.table.soft_delete:
+        await refuse_if_referenced(conn, access, select(table.c.uid).where(where))
         stmt: Any = table.update().where(where).values(deleted_at=func.clock_timestamp())
     else:
         stmt = table.delete().where(where)

@@ -166,10 +166,12 @@ async def _check_in_database(conn: AsyncConnection, access: Access, columns: lis
             for (line,) in found:
                 errors.add(line, column.name, "references a row that does not exist")
         if column.unique:
+            # Soft-deleted rows free their unique values (the unique index is partial).
+            t_live = " AND t.deleted_at IS NULL" if access.table.soft_delete else ""
             found = await conn.execute(text(
                 f'SELECT s.line FROM "{STAGE}" s WHERE s."{column.name}" IS NOT NULL AND ('
                 f'EXISTS (SELECT 1 FROM "{schema}"."{access.table.name}" t '
-                f'WHERE t.org_uid = :org AND t."{column.name}" = s."{column.name}") OR EXISTS '
+                f'WHERE t.org_uid = :org AND t."{column.name}" = s."{column.name}"{t_live}) OR EXISTS '
                 f'(SELECT 1 FROM "{STAGE}" o WHERE o."{column.name}" = s."{column.name}" '
                 f"AND o.line < s.line)) ORDER BY s.line LIMIT {MAX_ERRORS}"), {"org": org})
             for (line,) in found:

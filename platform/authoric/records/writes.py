@@ -19,12 +19,14 @@ from authoric.errors import Forbidden, NotFound
 from authoric.policy.decision import Decision
 from authoric.records.gate import Access, reader
 from authoric.records.reads import read_as_writer
+from authoric.records.references import refuse_if_referenced, require_live_targets
 from authoric.records.values import column_values
 
 
 async def create_row(conn: AsyncConnection, access: Access, body: Any) -> dict[str, Any]:
     table, principal = access.table, access.principal
     values = column_values(table, body, creating=True)
+    await require_live_targets(conn, access, values)
     uid = uuid7()
     await conn.execute(table.table.insert().values(uid=uid, org_uid=principal.org_uid, **values))
     await _still_allowed(conn, access, uid)
@@ -37,6 +39,7 @@ async def update_row(conn: AsyncConnection, access: Access, uid: uuid.UUID,
                      body: Any) -> dict[str, Any]:
     table, principal = access.table, access.principal
     values = column_values(table, body, creating=False)
+    await require_live_targets(conn, access, values)
     stmt = (table.table.update()
             .where(and_(table.table.c.uid == uid, access.decision.rows(table, principal)))
             .values(**values, updated_at=func.clock_timestamp())
@@ -55,6 +58,7 @@ async def delete_row(conn: AsyncConnection, access: Access, uid: uuid.UUID) -> N
     # The old image keeps the row as it stood, so subscribers can be judged on it later.
     image: Any = literal_column(f'to_jsonb("{table.name}".*)')
     if table.soft_delete:
+        await refuse_if_referenced(conn, access, select(table.table.c.uid).where(where))
         stmt: Any = (table.table.update().where(where)
                      .values(deleted_at=func.clock_timestamp()).returning(image))
     else:

@@ -1,0 +1,49 @@
+"""Reference rules the database's foreign keys cannot express for soft-delete tables.
+
+A composite foreign key keeps references inside the org, and blocks hard deletes of a
+referenced row. A soft-deleted row still exists for PostgreSQL, so two rules are checked
+here: a new reference must name a live row, and a referenced row cannot be soft-deleted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import and_, exists, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from authoric.errors import Conflict
+from authoric.records.gate import Access
+
+
+async def require_live_targets(conn: AsyncConnection, access: Access, values: dict[str, Any]) -> None:
+    """409 when a reference names a soft-deleted row (the key alone would accept it)."""
+    for column in access.table.definition.columns:
+        value = values.get(column.name)
+        if column.type != "reference" or value is None:
+            continue
+        target = access.snapshot.table(str(column.references))
+        if not target.soft_delete:
+            continue  # the foreign key already refuses a missing row
+        t = target.table
+        live = await conn.scalar(select(exists().where(and_(
+            t.c.uid == value, t.c.org_uid == access.principal.org_uid, t.c.deleted_at.is_(None)))))
+        if not live:
+            raise Conflict(f"{column.name} references a row that does not exist",
+                           {"column": column.name, "reason": "foreign_key_violation"})
+
+
+async def refuse_if_referenced(conn: AsyncConnection, access: Access, doomed: Any) -> None:
+    """409 when a live row of any table references one of the rows `doomed` selects."""
+    name = access.table.name
+    for other in access.snapshot.tables.values():
+        for column in other.definition.columns:
+            if column.type != "reference" or column.references != name:
+                continue
+            ref = other.table.c[column.name]
+            referenced = await conn.scalar(select(exists().where(and_(
+                ref.in_(doomed), other.live()))))
+            if referenced:
+                raise Conflict(f"the row is referenced by {other.name}.{column.name}",
+                               {"referencedBy": f"{other.name}.{column.name}",
+                                "reason": "foreign_key_violation"})
