@@ -954,8 +954,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="comma-separated write rates per second, run in turn (50,200,400)")
     ap.add_argument("--seconds", type=float, default=10.0, help="measured seconds per rate (10)")
     ap.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds per rate (2)")
-    ap.add_argument("--grace", type=float, default=1.0,
-                    help="after the writes, wait until no frame arrived for this long (1)")
+    ap.add_argument("--grace", type=float, default=3.0,
+                    help="after the writes, wait until no frame arrived for this long (3)")
     ap.add_argument("--writer", choices=("rest", "sql"), default="rest",
                     help="rest: POST through the API (default); sql: the bench inserts the row "
                          "and its change-log row itself, to find the fan-out ceiling")
