@@ -118,8 +118,8 @@ class World:
             self.app.table(name, [{"name": c, "type": t} for c, t in columns])
 
 
-@pytest.fixture(scope="module")
-def governed_world(server: ServerProcess, http: httpx.Client) -> Iterator[World]:
+def make_world(server: ServerProcess, http: httpx.Client) -> World:
+    """A new app with N_USERS users, N_ORGS orgs and a token per (user, org), no memberships."""
     app = AppWorld.create(server, http)
     users = [app.user(f"{unique('member')}@example.com") for _ in range(N_USERS)]
     orgs = [app.org(unique("org")) for _ in range(N_ORGS)]
@@ -129,8 +129,14 @@ def governed_world(server: ServerProcess, http: httpx.Client) -> Iterator[World]
             app.member(org, user["uid"], [])
             w.tokens[(u, o)] = app.login(user, org)
             expect(app.admin.delete(f"{app.base}/orgs/{org}/members/{user['uid']}"), 204)
+    return w
+
+
+@pytest.fixture(scope="module")
+def governed_world(server: ServerProcess, http: httpx.Client) -> Iterator[World]:
+    w = make_world(server, http)
     yield w
-    expect(app.admin.delete(f"/admin/apps/{app.name}"), 204)
+    expect(w.app.admin.delete(f"/admin/apps/{w.app.name}"), 204)
 
 
 # ----------------------------------------------------------------------------------- the model
@@ -315,6 +321,18 @@ def role_bodies() -> st.SearchStrategy[dict[str, Any]]:
     })
 
 
+def start_arguments(bodies: st.SearchStrategy[dict[str, Any]]) -> dict[str, st.SearchStrategy[Any]]:
+    """The starting point's strategies: role bodies drawn from `bodies`."""
+    return {
+        "bodies": st.lists(bodies, min_size=len(ROLE_NAMES), max_size=len(ROLE_NAMES)),
+        "memberships": st.lists(st.one_of(st.none(), st.lists(
+            st.sampled_from(ROLE_NAMES), unique=True, max_size=3)),
+            min_size=N_USERS * N_ORGS, max_size=N_USERS * N_ORGS),
+        "things": st.lists(st.tuples(principals, thing_picks), min_size=2, max_size=4),
+        "notes": st.lists(st.tuples(principals, note_picks), min_size=1, max_size=2),
+    }
+
+
 class GovernanceMachine(RuleBasedStateMachine):
     shared: World  # set by the test on a subclass: Hypothesis builds machines from a class
 
@@ -328,12 +346,7 @@ class GovernanceMachine(RuleBasedStateMachine):
 
     # -- a starting point where something can happen: three roles, most principals members
 
-    @initialize(bodies=st.lists(role_bodies(), min_size=len(ROLE_NAMES), max_size=len(ROLE_NAMES)),
-                memberships=st.lists(st.one_of(st.none(), st.lists(
-                    st.sampled_from(ROLE_NAMES), unique=True, max_size=3)),
-                    min_size=N_USERS * N_ORGS, max_size=N_USERS * N_ORGS),
-                things=st.lists(st.tuples(principals, thing_picks), min_size=2, max_size=4),
-                notes=st.lists(st.tuples(principals, note_picks), min_size=1, max_size=2))
+    @initialize(**start_arguments(role_bodies()))
     def start(self, bodies: list[dict[str, Any]], memberships: list[list[str] | None],
               things: list[tuple[int, dict[str, int]]],
               notes: list[tuple[int, dict[str, int]]]) -> None:
