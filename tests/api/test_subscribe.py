@@ -459,7 +459,7 @@ def test_short_lived_token_gets_reauth_at_expiry_with_no_events(feed: Feed) -> N
     stream.wait_ended(timeout=5)
     assert stream.ended_at is not None
     assert reauth.at >= exp - 0.1, (reauth.at, exp)
-    assert stream.ended_at - exp < 1.0, (stream.ended_at, exp)
+    assert stream.ended_at - exp < 1.5, (stream.ended_at, exp)  # ~1 s, with room for a busy box
     assert stream.events()[-1].event == "reauth"
     expired = feed.open(member)
     assert expired.status_code == 401

@@ -28,7 +28,7 @@ import httpx
 
 from tests.scenario import AppWorld, Caller, expect
 from tests.servers import ServerProcess
-from tests.sse import Frame, SSEClient, db_fetch
+from tests.sse import Frame, SSEClient, db_fetch, log_head
 
 WRITE_SECONDS = 30.0
 WRITE_BUDGET = 6000
@@ -60,6 +60,8 @@ class Follower:
     seed: int
     fence: str | None = None
     first: SSEClient | None = None  # the first connection, opened before any write
+    start: int | None = None  # the log head before any write
+    connections: list[tuple[Any, int | None, int | None]] = field(default_factory=list)
     frames: list[Frame] = field(default_factory=list)  # every frame with an id, in arrival order
     reconnects: int = 0
     via_query: int = 0
@@ -73,7 +75,9 @@ class Follower:
 
     def _follow(self, stop_after: float) -> None:
         rng = random.Random(self.seed)
-        last: int | None = None
+        # Until a frame with an id arrives, resume from the head read before any write (a
+        # client that has seen nothing yet still knows where it started).
+        last: int | None = self.start
         while True:
             assert time.monotonic() < stop_after, f"{self.name}: fence not received in time"
             kw: dict[str, Any] = {}
@@ -92,6 +96,8 @@ class Follower:
                 stream.close()
             got = [f for f in stream.frames if f.id is not None]
             self.frames += got
+            self.connections.append((kw.get("last_event_id") or (kw.get("params") or {}).get(
+                "lastEventId"), got[0].pos if got else None, got[-1].pos if got else None))
             if got:
                 last = got[-1].pos
             if self._has_fence(self.frames):
@@ -177,6 +183,7 @@ def test_ledger_soak_every_visible_committed_change_arrives_once_in_order_across
     for f in followers:
         f.first = SSEClient(server.url, path, f.token)
         f.first.wait_connected()
+        f.start = log_head(database_url)
     start = time.monotonic()
     threads = [threading.Thread(target=f.run, args=(start + 150,), name=f.name) for f in followers]
     for thread in threads:
@@ -225,6 +232,7 @@ def test_ledger_soak_every_visible_committed_change_arrives_once_in_order_across
         report.append(f"{f.name:10} " + " ".join(f"{k}={v}" for k, v in counts.items()))
         if counts["lost"] or counts["out_of_order"] or counts["leaked"] or counts["bad_rows"]:
             failures.append(f.name)
+            report.append(_explain(f, log, written))
     print("\n" + "\n".join(report))
     assert not failures, "\n".join(report)
     # Thousands of writes on an idle 2-core machine; a floor that a busy one still reaches.
@@ -274,3 +282,19 @@ def _check(f: Follower, log: list[Any], written: Written) -> dict[str, int]:
         "resyncs": len(resyncs),
     }
 
+
+
+def _explain(f: Follower, log: list[Any], written: Written) -> str:
+    """For a failure: the missing entries, and the connections around them."""
+    received = {fr.pos for fr in f.frames}
+    missing = [e for e in log if e["pos"] not in received and str(e["org_uid"]) == f.org
+               and written.rows[str(e["row_uid"])][1] in f.regions][:5]
+    lines = []
+    for e in missing:
+        uid = str(e["row_uid"])
+        around = [c for c in f.connections
+                  if c[1] is not None and c[2] is not None and c[1] - 50 < e["pos"] < c[2] + 50]
+        history = [(h["pos"], h["op"]) for h in log if str(h["row_uid"]) == uid]
+        lines.append(f"  missing pos={e['pos']} op={e['op']} row={uid} deleted={uid in written.deleted}"
+                     f" row history={history} connections (resumed from, first, last)={around}")
+    return "\n".join(lines)
