@@ -24,15 +24,13 @@ from authoric.catalog.model import ColumnDef
 from authoric.catalog.types import BadValue, parse_json, parse_text
 from authoric.changes.log import BULK, record_change
 from authoric.errors import Forbidden, ValidationFailed
+from authoric.records.csv_fast import PG_TYPES, RAW, NeedsDiagnosis, Spool, fast_import, read_header
 from authoric.records.csv_stream import CsvProblem, Record, records
 from authoric.records.gate import Access
 from authoric.records.values import SERVER_FIELDS
 
 MAX_ERRORS = 100
 EVENTS_PER_ROW_LIMIT = 1000
-PG_TYPES = {"text": "text", "integer": "bigint", "numeric": "numeric", "boolean": "boolean",
-            "timestamp": "timestamptz", "date": "date", "uuid": "uuid", "json": "jsonb",
-            "reference": "uuid"}
 STAGE = "authoric_import_stage"
 
 
@@ -107,7 +105,35 @@ def _row(columns: list[ColumnDef], record: Record, errors: ImportErrors) -> list
 
 
 async def import_csv(conn: AsyncConnection, access: Access, chunks: AsyncIterator[bytes]) -> int:
-    """Import the CSV stream into the caller's org; return how many rows were inserted."""
+    """Import the CSV stream into the caller's org; return how many rows were inserted.
+
+    The fast path (`csv_fast`) lets PostgreSQL parse and type the file; when it cannot vouch
+    for the file, its attempt is rolled back and the careful path below reads the spooled
+    copy, naming each bad line and column (or importing what our rules accept).
+    """
+    spool = Spool()
+    try:
+        head, header = await read_header(chunks, spool)
+        columns = header_columns(access, header) if header.fields else None
+        if columns is not None:
+            try:
+                async with conn.begin_nested():
+                    count = await fast_import(conn, access, columns, head, chunks, spool)
+                    await record_import(conn, access, count, RAW, "uid")
+                    return count
+            except NeedsDiagnosis:
+                pass
+        await spool.drain(chunks)
+        return await _careful_import(conn, access, spool.chunks())
+    except NeedsDiagnosis:
+        await spool.drain(chunks)
+        return await _careful_import(conn, access, spool.chunks())
+    finally:
+        spool.close()
+
+
+async def _careful_import(conn: AsyncConnection, access: Access, chunks: AsyncIterator[bytes]) -> int:
+    """Parse and type every value in Python; exact lines and columns for every problem."""
     driver = (await conn.get_raw_connection()).driver_connection
     assert driver is not None
     errors = ImportErrors()
@@ -195,11 +221,19 @@ async def _insert(conn: AsyncConnection, access: Access, columns: list[ColumnDef
     await conn.execute(text(
         f'INSERT INTO "{schema}"."{table.name}" ({target}) '
         f'SELECT {source} FROM "{STAGE}" ORDER BY line'), params)
-    await _still_allowed(conn, access)
+    await record_import(conn, access, count, STAGE, "line")
+
+
+async def record_import(conn: AsyncConnection, access: Access, count: int, stage: str,
+                        order: str) -> None:
+    """After the rows of `stage` went in: the writer's policy holds for each, and the change
+    log says so (one insert entry per row up to 1,000 rows, else one bulk entry)."""
+    principal, table = access.principal, access.table
+    await _still_allowed(conn, access, stage)
     if count <= EVENTS_PER_ROW_LIMIT:
         await conn.execute(text(
             "INSERT INTO authoric.changes (app_uid, table_name, op, row_uid, org_uid, actor_uid) "
-            f"SELECT :app, :table, 'insert', uid, :org, :actor FROM \"{STAGE}\" ORDER BY line"),
+            f'SELECT :app, :table, \'insert\', uid, :org, :actor FROM "{stage}" ORDER BY {order}'),
             {"app": principal.app_uid, "table": table.name, "org": principal.org_uid,
              "actor": principal.user_uid})
     else:
@@ -207,12 +241,12 @@ async def _insert(conn: AsyncConnection, access: Access, columns: list[ColumnDef
                             org_uid=principal.org_uid, row_uid=None, actor_uid=principal.user_uid)
 
 
-async def _still_allowed(conn: AsyncConnection, access: Access) -> None:
+async def _still_allowed(conn: AsyncConnection, access: Access, stage: str) -> None:
     policy = access.decision.policy
     if policy is None:
         return
     t = access.table.table
-    staged: Any = select(sql_column("uid")).select_from(sql_table(STAGE))
+    staged: Any = select(sql_column("uid")).select_from(sql_table(stage))
     outside = await conn.scalar(select(func.count()).select_from(t).where(and_(
         t.c.uid.in_(staged), ~func.coalesce(policy, False))))
     if outside:

@@ -1,0 +1,205 @@
+"""The fast path of CSV import: PostgreSQL parses and types the file, as a raw COPY does.
+
+The body streams straight into `COPY ... FROM STDIN (FORMAT csv)` into a temporary table of
+text columns (uids drawn per row by a column default), while a copy is spooled to a temp
+file on disk. One scan looks for values PostgreSQL would accept but our rules refuse
+(timestamps without an offset, non-ISO dates, NaN, other boolean spellings, missing
+required values); then one `INSERT ... SELECT` casts and moves the rows, the foreign keys
+and unique indexes checking them.
+
+Anything unexpected (a COPY error, a suspicious value, a failed cast, a violated key) raises
+`NeedsDiagnosis`: the caller rolls the attempt back and runs the careful importer over the
+spooled copy, which names every bad line and column exactly, or imports the file itself
+when our rules accept what PostgreSQL refused.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import secrets
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from typing import Any, BinaryIO
+
+import asyncpg
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from authoric.catalog.model import ColumnDef
+from authoric.catalog.types import parse_json
+from authoric.records.csv_stream import Record
+from authoric.records.gate import Access
+
+RAW = "authoric_import_raw"
+RAW_SEQ = "authoric_import_seq"
+# A quote with ordinary characters on both sides (`"b"x`, `5" screen`) is not RFC 4180;
+# PostgreSQL would read past it, the careful parser names the line.
+STRAY_QUOTE = re.compile(rb'[^,\r\n"]"[^,\r\n"]')
+PG_TYPES = {"text": "text", "integer": "bigint", "numeric": "numeric", "boolean": "boolean",
+            "timestamp": "timestamptz", "date": "date", "uuid": "uuid", "json": "jsonb",
+            "reference": "uuid"}
+SPOOL_CHUNK = 1 << 20
+TRUE_WORDS = ("true", "1", "yes", "t", "y")
+FALSE_WORDS = ("false", "0", "no", "f", "n")
+ISO_TIMESTAMP_WITH_OFFSET = r"^\s*\d{4}-\d{2}-\d{2}[Tt ].*([Zz]|[+-]\d{2}(:?\d{2})?)\s*$"
+_WORDS = ", ".join(f"'{w}'" for w in (*TRUE_WORDS, *FALSE_WORDS))
+
+
+class NeedsDiagnosis(Exception):
+    """The fast path cannot vouch for the file; the careful importer must look at it."""
+
+
+class Spool:
+    """The request body as it streamed by, on disk, so it can be read a second time."""
+
+    def __init__(self) -> None:
+        self.file: BinaryIO = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+
+    def write(self, chunk: bytes) -> None:
+        self.file.write(chunk)
+
+    async def drain(self, chunks: AsyncIterator[bytes]) -> None:
+        async for chunk in chunks:
+            self.file.write(chunk)
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        self.file.seek(0)
+        while chunk := self.file.read(SPOOL_CHUNK):
+            yield chunk
+
+    def close(self) -> None:
+        self.file.close()
+
+
+async def read_header(chunks: AsyncIterator[bytes], spool: Spool) -> tuple[bytes, Record]:
+    """The bytes up to the first line break, and that line parsed as the header record."""
+    head = b""
+    async for chunk in chunks:
+        spool.write(chunk)
+        head += chunk
+        if b"\n" in head or len(head) > SPOOL_CHUNK:
+            break
+    line = head.split(b"\n", 1)[0]
+    try:
+        fields = next(csv.reader([line.decode("utf-8-sig").rstrip("\r")]), [])
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise NeedsDiagnosis from exc
+    return head, Record(1, fields)
+
+
+def _uid_default() -> str:
+    """UUIDv7s for one import, increasing in file order: the import's millisecond, random
+    bits drawn once per import, then a 40-bit counter (RFC 9562's counter method)."""
+    ms = int(time.time() * 1000)
+    fixed = f"{ms:012x}7{secrets.token_hex(2)[:3]}{8 + secrets.randbelow(4):x}{secrets.token_hex(3)[:5]}"
+    return f"('{fixed}' || lpad(to_hex(nextval('{RAW_SEQ}')), 10, '0'))::uuid"
+
+
+def _cast(column: ColumnDef) -> str:
+    ref = f's."{column.name}"'  # catalog names only
+    if column.type == "boolean":
+        return (f"CASE WHEN lower(trim({ref})) IN ({', '.join(repr(w) for w in TRUE_WORDS)}) "
+                f"THEN true WHEN {ref} IS NOT NULL THEN false END")
+    return {"text": ref, "integer": f"{ref}::bigint", "numeric": f"{ref}::numeric",
+            "timestamp": f"{ref}::timestamptz", "date": f"{ref}::date", "uuid": f"{ref}::uuid",
+            "reference": f"{ref}::uuid", "json": f"{ref}::jsonb"}[column.type]
+
+
+def _suspicious(column: ColumnDef) -> str:
+    """SQL that is true for a value PostgreSQL would cast but our rules refuse."""
+    ref = f's."{column.name}"'
+    # Fields longer than the careful parser takes (csv's field limit) get its verdict too.
+    checks = [f"length({ref}) > {csv.field_size_limit()}"]
+    if column.required:
+        checks.append(f"{ref} IS NULL")
+    rule = {
+        "boolean": f"lower(trim({ref})) NOT IN ({_WORDS})",
+        "timestamp": f"{ref} !~ '{ISO_TIMESTAMP_WITH_OFFSET}'",
+        "date": f"{ref} !~ '^\\s*\\d{{4}}-\\d{{2}}-\\d{{2}}\\s*$'",
+        "numeric": f"lower(trim({ref})) ~ '(nan|inf)'",
+    }.get(column.type)
+    if rule:
+        checks.append(f"({ref} IS NOT NULL AND {rule})")
+    return " OR ".join(checks)
+
+
+async def fast_import(conn: AsyncConnection, access: Access, columns: list[ColumnDef],
+                      head: bytes, rest: AsyncIterator[bytes], spool: Spool) -> int:
+    driver = (await conn.get_raw_connection()).driver_connection
+    assert driver is not None
+    names = [c.name for c in columns]
+    defs = "".join(f', "{n}" text' for n in names)
+    await conn.execute(text(f'CREATE TEMP SEQUENCE "{RAW_SEQ}"'))
+    await conn.execute(text(
+        f'CREATE TEMP TABLE "{RAW}" (uid uuid DEFAULT {_uid_default()}{defs}) ON COMMIT DROP'))
+    await conn.execute(text(f'ALTER SEQUENCE "{RAW_SEQ}" OWNED BY "{RAW}".uid'))
+    stray = False
+
+    async def body() -> AsyncIterator[bytes]:
+        nonlocal stray
+        tail = head[-1:]
+        stray = bool(STRAY_QUOTE.search(head))
+        yield head
+        async for chunk in rest:
+            spool.write(chunk)
+            stray = stray or bool(STRAY_QUOTE.search(tail + chunk[:2]) or STRAY_QUOTE.search(chunk))
+            tail = chunk[-1:]
+            yield chunk
+
+    try:
+        await driver.copy_to_table(RAW, source=body(), columns=names, format="csv", header=True,
+                                   force_null=names or None, encoding="utf8")
+    except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        raise NeedsDiagnosis from exc
+    if stray:
+        raise NeedsDiagnosis
+    suspicious = [_suspicious(c) for c in columns]
+    # (A text value cannot hold NUL: PostgreSQL refuses it during the COPY already.)
+    if suspicious and await conn.scalar(text(
+            f'SELECT EXISTS (SELECT 1 FROM "{RAW}" s WHERE {" OR ".join(suspicious)})')):
+        raise NeedsDiagnosis
+    count = int(await conn.scalar(text(f'SELECT count(*) FROM "{RAW}"')) or 0)
+    if count:
+        await _move(conn, access, columns)
+    return count
+
+
+async def _move(conn: AsyncConnection, access: Access, columns: list[ColumnDef]) -> None:
+    table = access.table
+    names = [c.name for c in columns]
+    defaults = [c for c in table.definition.columns if c.name not in names and c.default is not None]
+    target = ", ".join(f'"{n}"' for n in ["uid", "org_uid", *names, *[c.name for c in defaults]])
+    source = ", ".join(["s.uid", ":org", *[_cast(c) for c in columns],
+                        *[f"CAST(:d{i} AS {PG_TYPES[c.type]})" for i, c in enumerate(defaults)]])
+    params: dict[str, Any] = {"org": access.principal.org_uid}
+    for i, column in enumerate(defaults):
+        value = parse_json(column.type, column.default)
+        params[f"d{i}"] = json.dumps(value) if column.type == "json" else value
+    try:
+        async with conn.begin_nested():
+            for column in columns:
+                await _require_live_target(conn, access, column)
+            await conn.execute(text(
+                f'INSERT INTO "{table.table.schema}"."{table.name}" ({target}) '
+                f'SELECT {source} FROM "{RAW}" s ORDER BY s.uid'), params)
+    except DBAPIError as exc:
+        raise NeedsDiagnosis from exc
+
+
+async def _require_live_target(conn: AsyncConnection, access: Access, column: ColumnDef) -> None:
+    """Foreign keys accept soft-deleted targets; such a reference needs the careful path."""
+    if column.type != "reference":
+        return
+    target = access.snapshot.table(str(column.references))
+    if not target.soft_delete:
+        return
+    dangling = await conn.scalar(text(
+        f'SELECT EXISTS (SELECT 1 FROM "{RAW}" s WHERE s."{column.name}" IS NOT NULL AND NOT EXISTS '
+        f'(SELECT 1 FROM "{target.table.schema}"."{target.name}" r WHERE r.uid = s."{column.name}"::uuid '
+        "AND r.org_uid = :org AND r.deleted_at IS NULL))"), {"org": access.principal.org_uid})
+    if dangling:
+        raise NeedsDiagnosis
