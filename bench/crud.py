@@ -2,12 +2,13 @@
 
 Starts a real server process (on a fresh embedded PostgreSQL under a temp dir, or on
 DATABASE_URL when set), builds one app over HTTP, then drives create / read one / list
-(`?limit=20`) at several concurrencies, first as a member whose role has plain permissions,
-then as a member whose role adds a row policy and two redacted columns. Prints req/s,
+(`?limit=20`) at several concurrencies as a member whose role has plain permissions,
+alternating in slices with a member whose role adds a row policy and two redacted columns
+(so drift in other load on the machine falls on both alike). Prints req/s,
 p50/p99 latency, the ratio policy/plain, and where the CPU went (load generator, server,
 PostgreSQL, anything else on the machine).
 
-    .venv/bin/python -m bench.crud                 # defaults: 5 s per cell, 1 s warm-up
+    .venv/bin/python -m bench.crud        # 8 s per cell in 4 slices, 0.5 s warm-up each: ~3.5 min
     .venv/bin/python -m bench.crud --seconds 2 --concurrency 1,10 --client httpx
 
 The load generator runs on the same cores as the server and the database: its share is
@@ -193,19 +194,25 @@ class HttpxConnection:
 
 @dataclass
 class Cell:
-    """The measured window of one (route, caller, concurrency) run."""
+    """The measured windows of one (route, caller, concurrency): latencies, errors and CPU
+    seconds accumulated over every slice run for it."""
 
     route: str
     caller: str
     concurrency: int
-    seconds: float
+    seconds: float = 0.0  # measured seconds so far
     latencies: list[float] = field(default_factory=list)
     errors: dict[int, int] = field(default_factory=dict)
-    cpu: dict[str, float] = field(default_factory=dict)
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def rps(self) -> float:
-        return len(self.latencies) / self.seconds
+        return len(self.latencies) / self.seconds if self.seconds else 0.0
+
+    @property
+    def cpu(self) -> dict[str, float]:
+        """Average share of one core per part (client, server, database, other, machine)."""
+        return {k: v / self.seconds for k, v in self.cpu_seconds.items()} if self.seconds else {}
 
     def percentile(self, q: float) -> float:
         if not self.latencies:
@@ -214,14 +221,14 @@ class Cell:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-async def run_cell(cell: Cell, connect: Callable[[], Awaitable[Any]],
-                   make_request: Callable[[int], Request],
-                   on_response: Callable[[int, bytes], None] | None, warmup: float,
-                   sample: Callable[[], CpuSample]) -> Cell:
-    """`cell.concurrency` workers back to back for warm-up + `cell.seconds`; only the
-    requests completing inside the measured window count."""
+async def run_slice(cell: Cell, seconds: float, connect: Callable[[], Awaitable[Any]],
+                    make_request: Callable[[int], Request],
+                    on_response: Callable[[int, bytes], None] | None, warmup: float,
+                    sample: Callable[[], CpuSample]) -> None:
+    """`cell.concurrency` workers back to back for `warmup` + `seconds`; the requests
+    completing inside the measured window are added to `cell`."""
     start = time.perf_counter()
-    measure_from, end = start + warmup, start + warmup + cell.seconds
+    measure_from, end = start + warmup, start + warmup + seconds
     counter = iter(range(10**12))
 
     async def worker() -> None:
@@ -244,16 +251,16 @@ async def run_cell(cell: Cell, connect: Callable[[], Awaitable[Any]],
         before = sample()
         await asyncio.sleep(max(0.0, end - time.perf_counter()))
         after = sample()
-        span = cell.seconds
-        client = (after.client - before.client) / span
-        server = (after.server - before.server) / span
-        database = (after.database - before.database) / span
-        machine = (after.machine - before.machine) / span
-        cell.cpu = {"client": client, "server": server, "database": database,
-                    "other": max(0.0, machine - client - server - database), "machine": machine}
+        used = {"client": after.client - before.client, "server": after.server - before.server,
+                "database": after.database - before.database,
+                "machine": after.machine - before.machine}
+        used["other"] = max(0.0, used["machine"] - used["client"] - used["server"]
+                            - used["database"])
+        for key, value in used.items():
+            cell.cpu_seconds[key] = cell.cpu_seconds.get(key, 0.0) + value
 
     await asyncio.gather(watch_cpu(), *[worker() for _ in range(cell.concurrency)])
-    return cell
+    cell.seconds += seconds
 
 
 # --- the server and the app --------------------------------------------------------------
@@ -398,7 +405,7 @@ def collector(route: str, world: World, caller: str) -> Callable[[int, bytes], N
 
 
 async def run_all(args: argparse.Namespace, server: Server, world: World) -> list[Cell]:
-    cells = []
+    done: list[Cell] = []
     limits = max(args.concurrency)
     client = httpx.AsyncClient(base_url=server.url, timeout=60, limits=httpx.Limits(
         max_connections=limits, max_keepalive_connections=limits))
@@ -409,7 +416,12 @@ async def run_all(args: argparse.Namespace, server: Server, world: World) -> lis
     try:
         for route in args.routes:
             for concurrency in args.concurrency:
-                for caller in ("plain", "policy"):
+                cells = {c: Cell(route, c, concurrency) for c in ("plain", "policy")}
+                # ABBA...: the two callers alternate, so drift in the machine's other load
+                # falls on both alike.
+                order = [("plain", "policy") if i % 2 == 0 else ("policy", "plain")
+                         for i in range(args.rounds)]
+                for caller in (c for pair in order for c in pair):
                     token = world.tokens[caller]
 
                     async def connect(token: str = token) -> Any:
@@ -417,16 +429,18 @@ async def run_all(args: argparse.Namespace, server: Server, world: World) -> lis
                             return RawConnection("127.0.0.1", server.port, token)
                         return HttpxConnection(client, token)
 
-                    cell = Cell(route, caller, concurrency, args.seconds)
-                    await run_cell(cell, connect, requests_for(route, world, caller),
-                                   collector(route, world, caller), args.warmup, sample)
-                    cells.append(cell)
-                    print(f"  {route:<6} c={concurrency:<3} {caller:<6} {cell.rps:8.1f} req/s"
+                    await run_slice(cells[caller], args.seconds / args.rounds, connect,
+                                    requests_for(route, world, caller),
+                                    collector(route, world, caller), args.warmup, sample)
+                for cell in cells.values():
+                    done.append(cell)
+                    print(f"  {route:<6} c={concurrency:<3} {cell.caller:<6} {cell.rps:8.1f} req/s"
                           f"  p50 {cell.percentile(0.50):6.1f} ms  p99 {cell.percentile(0.99):6.1f} ms"
+                          f"  (other load {cell.cpu.get('other', 0) * 100:.0f}% of a core)"
                           + (f"  errors {cell.errors}" if cell.errors else ""), flush=True)
     finally:
         await client.aclose()
-    return cells
+    return done
 
 
 def cost_ms(cell: Cell, *parts: str) -> float:
@@ -475,8 +489,11 @@ def cpu_table(cells: list[Cell], external_db: bool) -> str:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="bench.crud", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seconds", type=float, default=5.0, help="measured seconds per cell (5)")
-    ap.add_argument("--warmup", type=float, default=1.0, help="warm-up seconds per cell (1)")
+    ap.add_argument("--seconds", type=float, default=8.0,
+                    help="measured seconds per cell, i.e. per route, concurrency and caller (8)")
+    ap.add_argument("--rounds", type=int, default=4,
+                    help="slices each cell is split into, plain and policy alternating (4)")
+    ap.add_argument("--warmup", type=float, default=0.5, help="warm-up seconds per slice (0.5)")
     ap.add_argument("--concurrency", default="1,10,50",
                     help="comma-separated concurrencies (1,10,50)")
     ap.add_argument("--routes", default=",".join(ROUTES), help="subset of create,read,list")
@@ -486,6 +503,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--workers", type=int, default=1, help="`authoric serve --workers` (1)")
     args = ap.parse_args(argv)
     args.concurrency = [int(x) for x in args.concurrency.split(",") if x]
+    args.rounds = max(1, args.rounds)
     args.routes = [r for r in args.routes.split(",") if r]
     if set(args.routes) - set(ROUTES):
         ap.error(f"routes are {', '.join(ROUTES)}")
@@ -499,9 +517,11 @@ def main(argv: list[str] | None = None) -> int:
 
         uvloop.install()
     cells_total = len(args.routes) * len(args.concurrency) * 2
+    per_slice = args.seconds / args.rounds
     print(f"Authoric CRUD benchmark, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, "
           f"{os.cpu_count()} cores, Python {platform.python_version()}")
-    print(f"{cells_total} cells x ({args.warmup:g} s warm-up + {args.seconds:g} s), client "
+    print(f"{cells_total} cells x {args.rounds} slices x ({args.warmup:g} s warm-up + {per_slice:g} s),"
+          f" plain and policy alternating; client "
           f"{args.client}, server workers {args.workers}, pool size "
           f"{os.environ.get('AUTHORIC_DB_POOL_SIZE', '10')} (+ as many overflow)")
     print(f"database: {'DATABASE_URL' if os.environ.get('DATABASE_URL') else 'embedded, fresh'}; "
