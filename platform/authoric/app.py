@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -31,7 +32,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = create_engine(settings, url)
         snapshots = SnapshotCache()
         hub = Hub(engine, snapshots)
-        relay = Relay(libpq_url(url), hub)
+        # A relay batch never exceeds half a subscriber queue, so a backlog alone does not
+        # overflow a subscriber that reads at full speed.
+        relay = Relay(libpq_url(url), hub, batch=max(1, min(2000, settings.sse_queue_size // 2)))
         sequencer = Sequencer(settings, libpq_url(url))
         app.state.services = Services(
             settings=settings, engine=engine, jwt_secret=jwt_secret(settings),
@@ -39,6 +42,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             token_limiter=RateLimiter(settings.token_rate_limit), hub=hub, sequencer=sequencer,
         )
         app.state.relay = relay
+        # Long-lived objects built at startup need no more collector passes: with thousands
+        # of open streams, full collections otherwise take a large share of the loop.
+        gc.freeze()
         sequencer.start()
         relay.start()
         try:

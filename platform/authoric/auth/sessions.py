@@ -31,7 +31,7 @@ async def login(conn: AsyncConnection, secret: str, app: Any, body: Any) -> dict
         raise ValidationFailed("`org` is an org uid", {"field": "org"})
     user = (await conn.execute(select(t.users).where(
         t.users.c.app_uid == app["uid"], t.users.c.email == email.strip().lower()))).first()
-    if not verify_password(user.password_hash if user else None, password) or user is None:
+    if not await verify_password(user.password_hash if user else None, password) or user is None:
         raise Unauthenticated(BAD_LOGIN)
     org_uid = await _login_org(conn, user.uid, org)
     return await _issue(conn, secret, app, user.uid, org_uid, uuid7())

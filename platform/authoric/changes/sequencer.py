@@ -43,6 +43,7 @@ UPDATE authoric.changes c SET pos = numbered.pos
 FROM numbered WHERE c.id = numbered.id
 RETURNING c.pos
 """
+PENDING = "SELECT EXISTS (SELECT 1 FROM authoric.changes WHERE pos IS NULL)"
 RETAIN = """
 WITH gone AS (
     DELETE FROM authoric.changes
@@ -112,6 +113,9 @@ class Sequencer:
     @staticmethod
     async def stamp(conn: asyncpg.Connection) -> int:
         """Stamp one batch; NOTIFY the relays once if anything was stamped."""
+        # One cheap round trip while idle (partial index); the transaction only when needed.
+        if not await conn.fetchval(PENDING):
+            return 0
         async with conn.transaction():
             rows = await conn.fetch(STAMP)
             if rows:

@@ -28,6 +28,7 @@ from authoric.realtime.classes import class_key
 from authoric.realtime.judge import Frame, ReadClass, judge
 
 log = logging.getLogger("authoric.hub")
+JUDGE_BATCH = 500  # changes judged per statement
 CLOSE = Frame(-1, b"")  # sentinel: the stream must end (overflow, membership or table gone)
 
 
@@ -63,6 +64,8 @@ class Subscriber:
 class _AppView:
     version: int = -1
     subscribers: dict[str, set[Subscriber]] = field(default_factory=lambda: defaultdict(set))
+    # Decisions per (table, read class), valid for `version` only.
+    decisions: dict[str, dict[Hashable, Any]] = field(default_factory=lambda: defaultdict(dict))
 
 
 class Hub:
@@ -74,6 +77,8 @@ class Hub:
     def add(self, sub: Subscriber, snapshot: AppSnapshot) -> None:
         sub.key = class_key(snapshot, sub.table, sub.principal)
         view = self._apps.setdefault(sub.app_uid, _AppView(version=snapshot.version))
+        if view.version != snapshot.version:
+            view.version = -1  # views disagree: the next fan-out re-reads roles and members
         view.subscribers[sub.table].add(sub)
 
     def remove(self, sub: Subscriber) -> None:
@@ -120,6 +125,7 @@ class Hub:
             if view.version != version:
                 await self._refresh(conn, app_uid, snapshot)
                 view.version = version
+                view.decisions.clear()
             subs = list(view.subscribers.get(table, ()))
             if not subs:
                 return
@@ -134,12 +140,16 @@ class Hub:
             for sub in subs:
                 classes.setdefault(sub.key, ReadClass(sub.key, sub.principal))
                 members[sub.key].append(sub)
-            self.statements += 1
-            frames = await judge(conn, snapshot, compiled, list(classes.values()), batch)
-        for key, items in frames.items():
-            for sub in members[key]:
-                for item in items:
-                    sub.offer(item)
+            memo = view.decisions[table]
+            for start in range(0, len(batch), JUDGE_BATCH):
+                self.statements += 1
+                frames = await judge(conn, snapshot, compiled, list(classes.values()),
+                                     batch[start:start + JUDGE_BATCH], memo)
+                for key, items in frames.items():
+                    for sub in members[key]:
+                        for item in items:
+                            sub.offer(item)
+                await asyncio.sleep(0)  # let streams drain their queues between chunks
 
     async def _refresh(self, conn: Any, app_uid: uuid.UUID, snapshot: AppSnapshot) -> None:
         """Re-read roles of every subscriber of the app (one query); drop revoked ones."""

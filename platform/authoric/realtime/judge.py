@@ -9,12 +9,13 @@ to an SSE frame exactly once; subscribers of the class share the bytes.
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, and_, bindparam, literal, select, text, union_all
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy import BigInteger, Integer, and_, bindparam, func, literal, select, text, union_all
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import util as sql_util
 from sqlalchemy.sql.elements import ColumnElement
@@ -68,15 +69,28 @@ def subscriber_decision(snapshot: AppSnapshot, table: CompiledTable,
 
 
 async def judge(conn: AsyncConnection, snapshot: AppSnapshot, table: CompiledTable,
-                classes: Sequence[ReadClass], changes: Sequence[Change]) -> dict[Hashable, list[Frame]]:
-    """Frames per class for `changes` (all of one table, ascending positions)."""
-    decisions = {c.key: subscriber_decision(snapshot, table, c.principal) for c in classes}
+                classes: Sequence[ReadClass], changes: Sequence[Change],
+                memo: dict[Hashable, Decision | None] | None = None) -> dict[Hashable, list[Frame]]:
+    """Frames per class for `changes` (all of one table, ascending positions).
+
+    Only classes of the orgs the changes belong to are judged. `memo` keeps decisions
+    between batches; the caller clears it when the app's version moves.
+    """
+    memo = {} if memo is None else memo
+    orgs = {c.org_uid for c in changes}
     out: dict[Hashable, list[Frame]] = {c.key: [] for c in classes}
-    live = [c for c in classes if decisions[c.key] is not None]
+    involved = [c for c in classes if c.principal.org_uid in orgs]
+    for cls in involved:
+        if cls.key not in memo:
+            memo[cls.key] = subscriber_decision(snapshot, table, cls.principal)
+    decisions = {c.key: memo[c.key] for c in involved}
+    live = [c for c in involved if decisions[c.key] is not None]
     visible, gone = await _visibility(conn, table, live, decisions, changes) if live else ({}, set())
     index = {c.key: i for i, c in enumerate(live)}
     for change in changes:
         for cls in live:
+            if cls.principal.org_uid != change.org_uid:
+                continue
             i = index[cls.key]
             decision = decisions[cls.key]
             assert decision is not None
@@ -107,23 +121,29 @@ async def _visibility(conn: AsyncConnection, table: CompiledTable, classes: Sequ
                       decisions: dict[Hashable, Decision | None], changes: Sequence[Change],
                       ) -> tuple[dict[tuple[int, Any], Any], set[tuple[int, int]]]:
     """One statement: current rows visible per class, and deletes visible per class."""
-    uids = sorted({c.row_uid for c in changes if c.op not in (DELETE, BULK) and c.row_uid},
-                  key=str)
-    deletes = [c for c in changes if c.op == DELETE and c.old_row is not None]
-    orgs = {c.org_uid for c in changes}
+    # Per org: the rows to re-read and the old images to judge. Each branch binds its org's
+    # uids as ONE array parameter, so the statement's parameter count grows with classes,
+    # never with classes x rows (PostgreSQL stops at 32,767 parameters).
+    uids: dict[Any, list[Any]] = defaultdict(list)
+    deletes: dict[Any, list[Change]] = defaultdict(list)
+    for c in changes:
+        if c.op == DELETE and c.old_row is not None:
+            deletes[c.org_uid].append(c)
+        elif c.op not in (DELETE, BULK) and c.row_uid and c.row_uid not in uids[c.org_uid]:
+            uids[c.org_uid].append(c.row_uid)
     branches = []
     for i, cls in enumerate(classes):
-        if cls.principal.org_uid not in orgs:
-            continue
+        org = cls.principal.org_uid
         decision = decisions[cls.key]
         assert decision is not None
         where = decision.rows(table, cls.principal)
-        if uids:
+        if uids.get(org):
+            wanted = bindparam(f"u{i}", value=uids[org], type_=ARRAY(UUID(as_uuid=True)))
             branches.append(select(literal(i, Integer).label("k"), literal(0).label("dpos"),
                                    *table.table.c)
-                            .where(and_(table.table.c.uid.in_(uids), where)))
-        if deletes:
-            branches.append(_deleted_branch(table, i, deletes, where))
+                            .where(and_(table.table.c.uid == func.any(wanted), where)))
+        if deletes.get(org):
+            branches.append(_deleted_branch(table, i, deletes[org], where))
     if not branches:
         return {}, set()
     rows = (await conn.execute(union_all(*branches))).mappings().all()
@@ -140,20 +160,20 @@ async def _visibility(conn: AsyncConnection, table: CompiledTable, classes: Sequ
 def _deleted_branch(table: CompiledTable, i: int, deletes: Sequence[Change],
                     where: ColumnElement[bool]) -> Any:
     """Evaluate the class's `where` over the stored old images, as rows of the table's type."""
-    old = _old_images(table, deletes)
+    old = _old_images(table, i, deletes)
     adapted = sql_util.ClauseAdapter(old).traverse(where)
     return (select(literal(i, Integer).label("k"), old.c.dpos, *[old.c[c.name] for c in table.table.c])
             .where(adapted))
 
 
-def _old_images(table: CompiledTable, deletes: Sequence[Change]) -> Any:
+def _old_images(table: CompiledTable, i: int, deletes: Sequence[Change]) -> Any:
     """A derived table `old` with the table's columns (typed), one row per deleted image."""
     t = table.table
     picked = ", ".join(f'(r)."{c.name}"' for c in t.c)  # names come from the catalog only
     sql = text(
         f"SELECT d.pos AS dpos, {picked} "
-        "FROM jsonb_to_recordset(:images) AS d(pos bigint, img jsonb), "
+        f"FROM jsonb_to_recordset(:images{i}) AS d(pos bigint, img jsonb), "
         f'LATERAL jsonb_populate_record(NULL::"{t.schema}"."{t.name}", d.img) AS r'
-    ).bindparams(bindparam("images", type_=JSONB, value=[
+    ).bindparams(bindparam(f"images{i}", type_=JSONB, value=[
         {"pos": d.pos, "img": d.old_row} for d in deletes]))
-    return sql.columns(literal(0, BigInteger).label("dpos"), *t.c).subquery("old")
+    return sql.columns(literal(0, BigInteger).label("dpos"), *t.c).subquery(f"old{i}")

@@ -26,8 +26,8 @@ BATCH = 2000
 
 
 class Relay:
-    def __init__(self, dsn: str, hub: Hub) -> None:
-        self.dsn, self.hub = dsn, hub
+    def __init__(self, dsn: str, hub: Hub, batch: int = BATCH) -> None:
+        self.dsn, self.hub, self.batch = dsn, hub, batch
         self.position = -1  # last position handed to the hub (-1: not started)
         self.connected = asyncio.Event()
         self._wake = asyncio.Event()
@@ -72,11 +72,11 @@ class Relay:
 
     async def _follow(self, conn: asyncpg.Connection) -> None:
         while True:
-            changes = await reader.changes_after(conn, self.position, BATCH)
+            changes = await reader.changes_after(conn, self.position, self.batch)
             if changes:
                 await self.hub.dispatch(changes)
                 self.position = changes[-1].pos
-                if len(changes) == BATCH:
+                if len(changes) == self.batch:
                     continue
             if conn.is_closed():
                 raise asyncpg.InterfaceError("listener connection closed")

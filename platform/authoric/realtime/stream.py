@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from authoric.realtime.judge import ReadClass, frame, judge
 from authoric.settings import Settings
 
 PING = b": ping\n\n"
+POSITION = re.compile(r"[0-9]{1,19}")  # ASCII digits only: "+5", "1_0", "٣" do not parse
 REPLAY_CHUNK = 500
 
 
@@ -55,8 +57,10 @@ class Stream:
             driver = (await conn.get_raw_connection()).driver_connection
             head = await reader.head(driver)
             try:
+                if not POSITION.fullmatch(raw.strip()):
+                    raise ValueError(raw)
                 start = int(raw.strip())
-                if start < 0 or start > head:
+                if start > head:
                     raise ValueError(raw)
             except ValueError:
                 self.last_sent = head
@@ -75,8 +79,8 @@ class Stream:
             for i in range(0, len(entries), REPLAY_CHUNK):
                 chunk = entries[i:i + REPLAY_CHUNK]
                 judged = await judge(conn, self.req.snapshot, self.req.table, [cls], chunk)
-                for item in judged[cls.key]:
-                    yield item.data
+                if judged[cls.key]:
+                    yield b"".join(item.data for item in judged[cls.key])
         if truncated:
             yield frame(head, {"reason": "backfill_truncated", "lastId": entries[-1].pos}, "resync")
         self.last_sent = head
@@ -98,9 +102,18 @@ class Stream:
                 item = await asyncio.wait_for(queue.get(), min(next_ping, expires) - now)
             except TimeoutError:
                 continue
-            if item is CLOSE:
-                return
-            if item.pos <= self.last_sent:
-                continue  # already replayed
-            self.last_sent = item.pos
-            yield item.data
+            # Send everything already queued in one write, not one write per frame.
+            out: list[bytes] = []
+            while True:
+                if item is CLOSE:
+                    if out:
+                        yield b"".join(out)
+                    return
+                if item.pos > self.last_sent:  # else: already replayed
+                    self.last_sent = item.pos
+                    out.append(item.data)
+                if queue.empty():
+                    break
+                item = queue.get_nowait()
+            if out:
+                yield b"".join(out)

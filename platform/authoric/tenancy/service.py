@@ -88,7 +88,7 @@ async def create_user(conn: AsyncConnection, app_ref: str, body: Any) -> dict[st
     try:
         async with conn.begin_nested():
             await conn.execute(t.users.insert().values(
-                uid=uid, app_uid=app["uid"], email=email, password_hash=hash_password(password)))
+                uid=uid, app_uid=app["uid"], email=email, password_hash=await hash_password(password)))
     except IntegrityError as exc:
         raise Conflict("a user with this email exists", {"email": email}) from exc
     return {"uid": str(uid), "email": email}
