@@ -7,9 +7,13 @@ world, model, rules and helpers are imported, not copied) with subscribers:
   (member, `read_list` and `read` granted); opening otherwise must answer what the model
   says (401 UNAUTHENTICATED for a non-member, 403 FORBIDDEN without either permission);
 - a *watcher* (a fourth user with `*:*`, outside the model's principals) keeps a stream per
-  (org, table) and owns one sentinel row per (org, table);
-- extra rules: members update and delete rows through REST (`PATCH`/`DELETE /{uid}`; any
-  row of any org, the model predicts 401/403/404/200/204 and the writer's answer).
+  (org, table), owns one sentinel row per (org, table), and also seeds, creates, updates and
+  deletes rows of either org (so that rows exist whatever the members may do);
+- extra rules: members update and delete rows through REST (`PATCH`/`DELETE /{uid}`; writers
+  granted the action and rows of their org are preferred, any row of any org may come up;
+  the model predicts 401/403/404/200/204 and the writer's answer); updates and deletes
+  prefer rows that some open stream may not read; roles that may also write are put.
+Role, policy, redaction and membership changes are the governance machine's own rules.
 
 After every step the feed is made to catch up, deterministically:
 1. wait until the sequencer has stamped every committed change (no `pos IS NULL` rows), read
@@ -38,10 +42,22 @@ Each step makes at most one write, so no row is written twice between two delive
 Users log in once per module (tokens stay valid across role and membership changes: roles are
 looked up per request and per event); each example starts from a clean app.
 
-Manual check that the machine has teeth (once, on a copy of the tree in /tmp, run with
-`PYTHONPATH=/tmp/copy/platform .venv/bin/python -m pytest tests/integration/test_feed_model.py`
-so that only that session's server ran the weakened code; nothing committed):
-WEAKENING_RESULTS
+Bounded: 8 examples of up to 15 steps, about 1 min on the loaded 2-core machine.
+
+Manual check that the machine has teeth (once each, on a copy of the tree in /tmp/feedcopy,
+run there with `PYTHONPATH=/tmp/feedcopy/platform` and the main venv's python, so that only
+that session's server ran the weakened code; platform as of commit 065d38e; nothing
+committed):
+- judge.py `_visibility` without the org clause (no `org_uid not in orgs` skip, `where` =
+  live rows and the policy only): FAILS at the first check. Shrunk to the starting point
+  alone: the org-0 watcher receives the insert of org 1's sentinel row ("another org's row").
+  3 min in all, shrinking included.
+- judge.py `_event` sending a delete to every class of the row's org without judging the old
+  image (`if change.org_uid != cls.principal.org_uid: return None` for `if not
+  delete_visible`): FAILS. Shrunk to `start`, `seed`, `delete_as_watcher`: a member whose
+  policy is `owner = $principal.uid` receives the delete of a row it never could read.
+  About 6 min in all, shrinking included (it needs a delete of a row hidden from an open
+  stream, which is why deletes and updates prefer such rows).
 """
 
 from __future__ import annotations
@@ -253,17 +269,31 @@ class FeedMachine(GovernanceMachine):
             row = self.model.rows[table].pop()
             self._made(table, row)
 
+    def _rows(self, table: str) -> list[dict[str, Any]]:
+        """The table's rows, but for the sentinels."""
+        return [r for r in self.model.rows[table] if not r.get("_sentinel")]
+
     def _target(self, who: int, table: str, action: str,
                 pick: int) -> tuple[tuple[int, int], dict[str, Any]] | None:
-        """A writer (preferably one granted `action`) and a row (mostly of its org; never a
-        sentinel), or None when the table has no row."""
+        """A writer (preferably one granted `action`) and a row (mostly of its org, often one
+        an open stream may not read), or None when the table has no row."""
         members = sorted(self.model.members)
         members = [m for m in members if self.model.granting(*m, table, action)] or members
         u, o = members[who % len(members)]
-        rows = [r for r in self.model.rows[table] if not r.get("_sentinel")]
+        rows = self._rows(table)
         mine = [r for r in rows if r["_org"] == self.world.orgs[o]]
-        pool = mine if mine and pick % 4 else rows
+        pool = self._prefer_hidden(table, mine, pick) if mine and pick % 4 else rows
         return ((u, o), pool[pick % len(pool)]) if pool else None
+
+    def _prefer_hidden(self, table: str, rows: list[dict[str, Any]],
+                       pick: int) -> list[dict[str, Any]]:
+        """Mostly the rows that some open stream of their org, that may subscribe, may not read
+        (a change to one must not reach that stream), when there are any."""
+        hidden = [r for r in rows if any(
+            self._view(k, r) is None for k in self.subs
+            if k[0] is not None and k[2] == table and self._live(k)
+            and self.world.orgs[k[1]] == r["_org"])]
+        return hidden if hidden and pick % 3 else rows
 
     @initialize(rows=st.lists(st.tuples(st.sampled_from(sorted(TABLES)), orgs, any_picks),
                               min_size=2, max_size=5))
@@ -296,22 +326,9 @@ class FeedMachine(GovernanceMachine):
         if target is None:
             return
         (u, o), old = target
-        names = [c for c, _ in TABLES[table]]
-        pool = self._values(table, picks)
-        values = {names[i % len(names)]: pool[names[i % len(names)]] for i in columns}
-        new = {**old, **values}
-        expected = self.model.update(u, o, table, old, new)
-        body = check(self.world.tokens[(u, o)].patch(
-            f"/{self.app_name}/autocrud/{table}/{old['uid']}", json=values), expected,
-            f"update {table} {old['uid']} as {(u, o)} with {values}")
-        if expected.status != 200:
-            return
-        old.update(values)
-        if expected.body:
-            assert without_times(body) == expected.body, (body, expected)
-        else:
-            assert body == {"uid": old["uid"]}, body
-        self.changes.append(Change("update", table, old["uid"]))
+        values = self._some_values(table, picks, columns)
+        expected = self.model.update(u, o, table, old, {**old, **values})
+        self._patch(self.world.tokens[(u, o)], expected, table, old, values)
 
     @precondition(lambda self: bool(self.model.members))
     @rule(who=principals, table=st.sampled_from(sorted(TABLES)), pick=st.integers(0, 7))
@@ -321,10 +338,55 @@ class FeedMachine(GovernanceMachine):
         if target is None:
             return
         (u, o), row = target
-        expected = self.model.delete(u, o, table, row)
+        self._delete(self.world.tokens[(u, o)], self.model.delete(u, o, table, row), table, row)
+
+    @rule(table=st.sampled_from(sorted(TABLES)), pick=st.integers(0, 7), picks=any_picks,
+          columns=st.lists(st.integers(0, 5), min_size=1, max_size=3))
+    def update_as_watcher(self, table: str, pick: int, picks: dict[str, int],
+                          columns: list[int]) -> None:
+        """The watcher (every permission, no policy) patches a row of either org."""
+        rows = self._prefer_hidden(table, self._rows(table), pick)
+        if not rows:
+            return
+        old = rows[pick % len(rows)]
+        values = self._some_values(table, picks, columns)
+        o = self.world.orgs.index(old["_org"])
+        shown = self._view((None, o, table), {**old, **values})
+        self._patch(self.watcher.tokens[o], Answer(200, body=shown), table, old, values)
+
+    @rule(table=st.sampled_from(sorted(TABLES)), pick=st.integers(0, 7))
+    def delete_as_watcher(self, table: str, pick: int) -> None:
+        """The watcher deletes a row of either org (often one that some open stream of its
+        org may not read: the delete must not reach that stream)."""
+        rows = self._prefer_hidden(table, self._rows(table), pick)
+        if not rows:
+            return
+        row = rows[pick % len(rows)]
+        self._delete(self.watcher.tokens[self.world.orgs.index(row["_org"])], Answer(204),
+                     table, row)
+
+    def _some_values(self, table: str, picks: dict[str, int], columns: list[int]) -> dict[str, Any]:
+        names = [c for c, _ in TABLES[table]]
+        pool = self._values(table, picks)
+        return {names[i % len(names)]: pool[names[i % len(names)]] for i in columns}
+
+    def _patch(self, caller: Caller, expected: Answer, table: str, old: dict[str, Any],
+               values: dict[str, Any]) -> None:
+        body = check(caller.patch(f"/{self.app_name}/autocrud/{table}/{old['uid']}", json=values),
+                     expected, f"update {table} {old['uid']} as {caller.user_uid} with {values}")
+        if expected.status != 200:
+            return
+        old.update(values)
+        if expected.body:
+            assert without_times(body) == expected.body, (body, expected)
+        else:
+            assert body == {"uid": old["uid"]}, body
+        self.changes.append(Change("update", table, old["uid"]))
+
+    def _delete(self, caller: Caller, expected: Answer, table: str, row: dict[str, Any]) -> None:
         readers = frozenset(k for k in self._keys(table) if self._view(k, row) is not None)
-        check(self.world.tokens[(u, o)].delete(f"/{self.app_name}/autocrud/{table}/{row['uid']}"),
-              expected, f"delete {table} {row['uid']} as {(u, o)}")
+        check(caller.delete(f"/{self.app_name}/autocrud/{table}/{row['uid']}"), expected,
+              f"delete {table} {row['uid']} as {caller.user_uid}")
         if expected.status != 204:
             return
         self.model.rows[table] = [r for r in self.model.rows[table] if r is not row]
@@ -480,6 +542,6 @@ def test_every_subscriber_hears_what_the_contract_says(
                    {"shared": world, "watcher": watcher, "log": log})
     run_state_machine_as_test(
         machine,
-        settings=settings(max_examples=8, stateful_step_count=12, deadline=None,
+        settings=settings(max_examples=8, stateful_step_count=15, deadline=None,
                           suppress_health_check=list(HealthCheck)),
     )
