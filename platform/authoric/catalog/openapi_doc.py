@@ -63,20 +63,20 @@ def _responses(ok: str, schema: dict[str, Any] | None, *codes: int) -> dict[str,
 def _event_schemas(name: str) -> dict[str, Any]:
     row = {"$ref": f"#/components/schemas/{name}"}
     return {
-        f"{name}.connected": {"type": "object", "properties": {
+        f"{name}.event.connected": {"type": "object", "properties": {
             "table": {"type": "string"}, "live": {"type": "boolean"}}},
-        f"{name}.insert": {"type": "object", "properties": {
+        f"{name}.event.insert": {"type": "object", "properties": {
             "op": {"const": "insert"}, "table": {"type": "string"}, "row": row}},
-        f"{name}.update": {"type": "object", "properties": {
+        f"{name}.event.update": {"type": "object", "properties": {
             "op": {"const": "update"}, "table": {"type": "string"}, "row": row}},
-        f"{name}.delete": {"type": "object", "properties": {
+        f"{name}.event.delete": {"type": "object", "properties": {
             "op": {"const": "delete"}, "table": {"type": "string"},
             "rowUid": {"type": "string", "format": "uuid"}}},
-        f"{name}.resync": {"type": "object", "properties": {
+        f"{name}.event.resync": {"type": "object", "properties": {
             "reason": {"enum": ["bulk_change", "backfill_truncated", "backfill_expired",
                                 "invalid_position"]},
             "lastId": {"type": "integer"}}},
-        f"{name}.reauth": {"type": "object", "properties": {"reason": {"const": "token_expired"}}},
+        f"{name}.event.reauth": {"type": "object", "properties": {"reason": {"const": "token_expired"}}},
     }
 
 
@@ -99,7 +99,7 @@ def _table_paths(app: str, table: CompiledTable) -> dict[str, Any]:
         "schema": {"$ref": f"#/components/schemas/{name}.create"}}}}
     patch_body = {"required": True, "content": {"application/json": {
         "schema": {"$ref": f"#/components/schemas/{name}.update"}}}}
-    events = {"oneOf": [{"$ref": f"#/components/schemas/{name}.{kind}"} for kind in
+    events = {"oneOf": [{"$ref": f"#/components/schemas/{name}.event.{kind}"} for kind in
                         ("connected", "insert", "update", "delete", "resync", "reauth")]}
     base = f"/{app}/autocrud/{name}"
     return {

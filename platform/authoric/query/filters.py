@@ -110,6 +110,10 @@ def _comparison(ref: FieldRef, op: str, raw: Any, scope: FilterScope) -> ColumnE
             raise FilterError("a like pattern cannot end with its escape character `\\`")
         return col.like(raw)
     value = _coerce(ref, raw, scope)
+    if value is None and isinstance(raw, dict):
+        # A `$principal` attribute this principal lacks matches nothing (fail closed), never
+        # the rows where the column happens to be null.
+        return false()
     if value is None:
         if op == "eq":
             return col.is_(None)

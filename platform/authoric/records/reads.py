@@ -10,14 +10,13 @@ from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.schema import CompiledTable
-from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import NotFound
 from authoric.policy.decision import Decision
 from authoric.policy.principal import Principal
 from authoric.query.fields import table_fields
 from authoric.query.filters import FilterScope, compile_filter
 from authoric.query.listing import cursor_clause, encode_cursor, parse_limit, parse_order
-from authoric.records.gate import Access, reader
+from authoric.records.gate import Access
 
 
 def parse_uid(raw: str) -> uuid.UUID:
@@ -48,17 +47,6 @@ async def _select_one(conn: AsyncConnection, table: CompiledTable, decision: Dec
     stmt = select(table.table).where(and_(table.table.c.uid == uid,
                                           decision.rows(table, principal)))
     return (await conn.execute(stmt)).mappings().first()
-
-
-async def read_as_writer(conn: AsyncConnection, snapshot: AppSnapshot, principal: Principal,
-                         table: CompiledTable, uid: uuid.UUID) -> dict[str, Any]:
-    """The row as its writer may read it now, or `{"uid"}` alone when it may not."""
-    decision = reader(snapshot, principal, table)
-    row = None if decision is None else await _select_one(conn, table, decision, principal, uid)
-    if row is None:
-        return {"uid": str(uid)}
-    assert decision is not None
-    return table.row_json(row, decision.redacted)
 
 
 def filter_scope(access: Access) -> FilterScope:

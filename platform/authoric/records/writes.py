@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import and_, exists, func, literal_column, select
+from sqlalchemy import and_, exists, false, func, literal_column, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
@@ -18,7 +18,6 @@ from authoric.changes.log import DELETE, INSERT, UPDATE, record_change
 from authoric.errors import Forbidden, NotFound
 from authoric.policy.decision import Decision
 from authoric.records.gate import Access, reader
-from authoric.records.reads import read_as_writer
 from authoric.records.references import refuse_if_referenced, require_live_targets
 from authoric.records.values import column_values
 
@@ -28,11 +27,14 @@ async def create_row(conn: AsyncConnection, access: Access, body: Any) -> dict[s
     values = column_values(table, body, creating=True)
     await require_live_targets(conn, access, values)
     uid = uuid7()
-    await conn.execute(table.table.insert().values(uid=uid, org_uid=principal.org_uid, **values))
-    await _still_allowed(conn, access, uid)
+    read = reader(access.snapshot, principal, table)
+    stmt = (table.table.insert().values(uid=uid, org_uid=principal.org_uid, **values)
+            .returning(*_verdicts(access, read)))
+    row = (await conn.execute(stmt)).mappings().one()
+    _still_allowed(row, uid)
     await record_change(conn, app_uid=principal.app_uid, table=table.name, op=INSERT,
                         org_uid=principal.org_uid, row_uid=uid, actor_uid=principal.user_uid)
-    return await read_as_writer(conn, access.snapshot, principal, table, uid)
+    return _as_writer(access, read, row)
 
 
 async def update_row(conn: AsyncConnection, access: Access, uid: uuid.UUID,
@@ -40,16 +42,19 @@ async def update_row(conn: AsyncConnection, access: Access, uid: uuid.UUID,
     table, principal = access.table, access.principal
     values = column_values(table, body, creating=False)
     await require_live_targets(conn, access, values)
+    read = reader(access.snapshot, principal, table)
     stmt = (table.table.update()
             .where(and_(table.table.c.uid == uid, access.decision.rows(table, principal)))
             .values(**values, updated_at=func.clock_timestamp())
-            .returning(table.table.c.uid))
-    if (await conn.execute(stmt)).first() is None:
+            .returning(*_verdicts(access, read)))
+    row = (await conn.execute(stmt)).mappings().first()
+    if row is None:
         await _explain_miss(conn, access, uid)
-    await _still_allowed(conn, access, uid)
+        raise NotFound("no such row", {"uid": str(uid)})
+    _still_allowed(row, uid)
     await record_change(conn, app_uid=principal.app_uid, table=table.name, op=UPDATE,
                         org_uid=principal.org_uid, row_uid=uid, actor_uid=principal.user_uid)
-    return await read_as_writer(conn, access.snapshot, principal, table, uid)
+    return _as_writer(access, read, row)
 
 
 async def delete_row(conn: AsyncConnection, access: Access, uid: uuid.UUID) -> None:
@@ -73,15 +78,28 @@ async def delete_row(conn: AsyncConnection, access: Access, uid: uuid.UUID) -> N
                         old_row=old)
 
 
-async def _still_allowed(conn: AsyncConnection, access: Access, uid: uuid.UUID) -> None:
-    """A written row must still match the writer's policy for the action, else nothing is written."""
-    if access.decision.policy is None:
-        return
-    table = access.table
-    matches = await conn.scalar(select(exists().where(and_(
-        table.table.c.uid == uid, access.decision.rows(table, access.principal)))))
-    if not matches:
+def _verdicts(access: Access, read: Decision | None) -> list[Any]:
+    """What a write returns in the same statement: the row, whether it still matches the
+    writer's policy for the action, and whether the writer may read it (so no re-reads)."""
+    table, principal = access.table, access.principal
+    policy = access.decision.policy
+    allowed = true() if policy is None else func.coalesce(policy, false())
+    readable = false() if read is None else func.coalesce(read.rows(table, principal), false())
+    return [*table.table.c, allowed.label("_allowed"), readable.label("_readable")]
+
+
+def _still_allowed(row: Any, uid: uuid.UUID) -> None:
+    """A written row must still match the writer's policy for the action; raising here rolls
+    the write back, so nothing is written."""
+    if not row["_allowed"]:
         raise Forbidden("the row would fall outside your row policy", {"uid": str(uid)})
+
+
+def _as_writer(access: Access, read: Decision | None, row: Any) -> dict[str, Any]:
+    """The row as its writer may read it now, or `{"uid"}` alone when it may not."""
+    if read is None or not row["_readable"]:
+        return {"uid": str(row["uid"])}
+    return access.table.row_json(row, read.redacted)
 
 
 async def _explain_miss(conn: AsyncConnection, access: Access, uid: uuid.UUID) -> None:
