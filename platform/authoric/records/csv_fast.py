@@ -137,16 +137,17 @@ async def fast_import(conn: AsyncConnection, access: Access, columns: list[Colum
     await conn.execute(text(
         f'CREATE TEMP TABLE "{RAW}" (uid uuid DEFAULT {_uid_default()}{defs}) ON COMMIT DROP'))
     await conn.execute(text(f'ALTER SEQUENCE "{RAW_SEQ}" OWNED BY "{RAW}".uid'))
-    stray = False
 
     async def body() -> AsyncIterator[bytes]:
-        nonlocal stray
+        # Stop the COPY at the first stray quote: the careful path will name its line.
+        if STRAY_QUOTE.search(head):
+            raise NeedsDiagnosis
         tail = head[-1:]
-        stray = bool(STRAY_QUOTE.search(head))
         yield head
         async for chunk in rest:
             spool.write(chunk)
-            stray = stray or bool(STRAY_QUOTE.search(tail + chunk[:2]) or STRAY_QUOTE.search(chunk))
+            if STRAY_QUOTE.search(tail + chunk[:2]) or STRAY_QUOTE.search(chunk):
+                raise NeedsDiagnosis
             tail = chunk[-1:]
             yield chunk
 
@@ -155,8 +156,6 @@ async def fast_import(conn: AsyncConnection, access: Access, columns: list[Colum
                                    force_null=names or None, encoding="utf8")
     except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
         raise NeedsDiagnosis from exc
-    if stray:
-        raise NeedsDiagnosis
     suspicious = [_suspicious(c) for c in columns]
     # (A text value cannot hold NUL: PostgreSQL refuses it during the COPY already.)
     if suspicious and await conn.scalar(text(
