@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 
 import asyncpg
 
+from authoric.db.dedicated import DedicatedWorker
 from authoric.settings import Settings
-
-log = logging.getLogger("authoric.sequencer")
 
 LOCK_KEY = 0x61757468  # "auth": the sequencer's advisory lock
 CHANNEL = "authoric_changes"
@@ -55,44 +53,26 @@ WHERE id = 1 AND EXISTS (SELECT 1 FROM gone)
 """
 
 
-class Sequencer:
+class Sequencer(DedicatedWorker):
     """Runs in every process; stamps only while it holds the leader lock."""
 
+    app_name = APP_NAME
+
     def __init__(self, settings: Settings, dsn: str, poll_interval: float = 0.005) -> None:
-        self.settings, self.dsn, self.poll_interval = settings, dsn, poll_interval
+        super().__init__(dsn)
+        self.settings, self.poll_interval = settings, poll_interval
         self.wake = asyncio.Event()
         self.leader = False
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="authoric-sequencer")
-
-    async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
 
     def nudge(self) -> None:
         """Called after a local commit that may have written change-log rows."""
         self.wake.set()
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                conn = await asyncpg.connect(self.dsn, server_settings={"application_name": APP_NAME})
-            except Exception:  # any failure to connect: retry
-                await asyncio.sleep(0.5)
-                continue
-            try:
-                await self._lead(conn)
-            except Exception as exc:  # e.g. InternalClientError after a kill: never die
-                log.warning("sequencer connection lost: %s", exc)
-            finally:
-                self.leader = False
-                with contextlib.suppress(Exception):
-                    await conn.close()
-            await asyncio.sleep(0.2)
+    def closed(self) -> None:
+        self.leader = False
+
+    async def session(self, conn: asyncpg.Connection) -> None:
+        await self._lead(conn)
 
     async def _lead(self, conn: asyncpg.Connection) -> None:
         while not await conn.fetchval("SELECT pg_try_advisory_lock($1)", LOCK_KEY):

@@ -10,65 +10,46 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 
 import asyncpg
 
 from authoric.changes import reader
 from authoric.changes.sequencer import CHANNEL
+from authoric.db.dedicated import DedicatedWorker
 from authoric.realtime.hub import Hub
 
-log = logging.getLogger("authoric.relay")
 POLICY_CHANNEL = "authoric_policy"
 SAFETY_POLL = 1.0
 APP_NAME = "authoric-relay"  # how operators (and fault tests) find the listener connection
 BATCH = 2000
 
 
-class Relay:
+class Relay(DedicatedWorker):
+    app_name = APP_NAME
+
     def __init__(self, dsn: str, hub: Hub, batch: int = BATCH) -> None:
-        self.dsn, self.hub, self.batch = dsn, hub, batch
+        super().__init__(dsn)
+        self.hub, self.batch = hub, batch
         self.position = -1  # last position handed to the hub (-1: not started)
         self.connected = asyncio.Event()
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self.conn: asyncpg.Connection | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="authoric-relay")
-
-    async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
 
     def _notified(self, *_: object) -> None:
         self._wake.set()
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                conn = await asyncpg.connect(self.dsn, server_settings={"application_name": APP_NAME})
-            except Exception:  # any failure to connect: retry
-                await asyncio.sleep(0.5)
-                continue
-            self.conn = conn
-            try:
-                await conn.add_listener(CHANNEL, self._notified)
-                await conn.add_listener(POLICY_CHANNEL, self._notified)
-                if self.position < 0:
-                    self.position = await reader.head(conn)
-                self.connected.set()
-                await self._follow(conn)
-            except Exception as exc:  # e.g. InternalClientError after a kill: never die
-                log.warning("relay connection lost, will catch up: %s", exc)
-            finally:
-                self.connected.clear()
-                self.conn = None
-                with contextlib.suppress(Exception):
-                    conn.terminate()
-            await asyncio.sleep(0.2)
+    async def session(self, conn: asyncpg.Connection) -> None:
+        self.conn = conn
+        await conn.add_listener(CHANNEL, self._notified)
+        await conn.add_listener(POLICY_CHANNEL, self._notified)
+        if self.position < 0:
+            self.position = await reader.head(conn)
+        self.connected.set()
+        await self._follow(conn)
+
+    def closed(self) -> None:
+        self.connected.clear()
+        self.conn = None
 
     async def _follow(self, conn: asyncpg.Connection) -> None:
         while True:
