@@ -97,7 +97,10 @@ async def refresh(conn: AsyncConnection, secret: str, app: Any, body: Any) -> di
     if row is None or row.revoked_at is not None:
         raise Unauthenticated("refresh token revoked")
     if row.spent_at is not None:
+        # Reuse of a spent token means it leaked: the revocation must outlive this 401, so it
+        # is committed here rather than rolled back with the failed request.
         await _revoke_family(conn, row.family)
+        await conn.commit()
         raise Unauthenticated("refresh token reused; the session is revoked", {"revoked": True})
     member = (await conn.execute(select(t.members.c.user_uid).where(
         t.members.c.org_uid == row.org_uid, t.members.c.user_uid == row.user_uid))).first()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hmac
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from authoric.auth.principals import bearer
+from authoric.auth.admin import is_admin_token
 from authoric.catalog import apps, definitions
 from authoric.errors import Unauthenticated
 from authoric.http.context import Services, json_body, services
@@ -16,8 +15,7 @@ from authoric.tenancy import service as tenancy
 
 def require_admin(request: Request) -> Services:
     svc = services(request)
-    token = bearer(request.headers.get("authorization"))
-    if not hmac.compare_digest(token.encode(), svc.admin_token.encode()):
+    if not is_admin_token(request.headers.get("authorization"), svc.admin_token):
         raise Unauthenticated("the admin token is required")
     return svc
 

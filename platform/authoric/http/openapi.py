@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hmac
 from typing import Any
 
 from fastapi import APIRouter, Request
 
-from authoric.auth.principals import authenticate, bearer
+from authoric.auth.admin import is_admin_token
+from authoric.auth.principals import authenticate
 from authoric.catalog.apps import find_app
 from authoric.catalog.openapi_doc import app_openapi
 from authoric.http.context import services
@@ -20,7 +20,7 @@ async def app_document(request: Request, app: str) -> dict[str, Any]:
     svc = services(request)
     header = request.headers.get("authorization")
     async with svc.tx() as conn:
-        if hmac.compare_digest(bearer(header).encode(), svc.admin_token.encode()):
+        if is_admin_token(header, svc.admin_token):
             row = await find_app(conn, app)
             uid, version = row["uid"], row["version"]
         else:

@@ -33,13 +33,7 @@ async def refresh(request: Request, app: str) -> dict[str, Any]:
     body = await json_body(request)
     svc = services(request)
     async with svc.tx() as conn:
-        app_row = await find_app(conn, app)
-        try:
-            return await sessions.refresh(conn, svc.jwt_secret, app_row, body)
-        except Exception:
-            # A reuse revokes the family: that revocation must survive the 401.
-            await conn.commit()
-            raise
+        return await sessions.refresh(conn, svc.jwt_secret, await find_app(conn, app), body)
 
 
 @router.post("/{app}/auth/logout", status_code=204)
