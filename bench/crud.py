@@ -26,9 +26,6 @@ import os
 import platform
 import random
 import secrets
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from bench.harness import Server, database
+from bench.harness import running_server as harness_server
 
 ROUTES = ("create", "read", "list")
 TABLE = "items"
@@ -265,71 +265,11 @@ async def run_slice(cell: Cell, seconds: float, connect: Callable[[], Awaitable[
 
 # --- the server and the app --------------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class Server:
-    url: str
-    port: int
-    admin_token: str
-    process: subprocess.Popen[bytes]
-    db_pid: int | None
-    log_path: Path
-
-
 @contextlib.contextmanager
 def running_server(work: Path, workers: int) -> Iterator[Server]:
-    """`authoric serve` on DATABASE_URL, or on a fresh embedded PostgreSQL under `work`."""
-    db_url = os.environ.get("DATABASE_URL")
-    pg: Any = None
-    if not db_url:
-        import pgserver
-
-        pg_dir = work / "pg"
-        pg_dir.mkdir(parents=True)
-        pg = pgserver.get_server(pg_dir, cleanup_mode="delete")
-        db_url = str(pg.get_uri())
-    port, token = free_port(), secrets.token_urlsafe(24)
-    env = {**os.environ, "DATABASE_URL": db_url, "AUTHORIC_DATA_DIR": str(work / "data"),
-           "AUTHORIC_ADMIN_TOKEN": token}
-    log_path = work / "server.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "authoric.cli", "serve", "--port", str(port),
-             "--workers", str(workers), "--no-access-log", "--log-level", "warning"],
-            env=env, stdout=log, stderr=subprocess.STDOUT)
-    server = Server(f"http://127.0.0.1:{port}", port, token, process,
-                    pg.get_pid() if pg is not None else None, log_path)
-    try:
-        _wait_ready(server)
-        yield server
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
-        if pg is not None:
-            pg.cleanup()
-
-
-def _wait_ready(server: Server) -> None:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise SystemExit(f"the server exited:\n{server.log_path.read_text()}")
-        try:
-            httpx.get(f"{server.url}/openapi.json", timeout=1)
-            return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise SystemExit(f"the server did not start:\n{server.log_path.read_text()}")
+    """`authoric serve --workers N` on DATABASE_URL, or on a fresh embedded PostgreSQL."""
+    with database(work) as db, harness_server(work, db, extra_args=["--workers", str(workers)]) as s:
+        yield s
 
 
 @dataclass

@@ -31,10 +31,8 @@ import json
 import os
 import platform
 import random
-import secrets
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -48,6 +46,9 @@ from typing import Any
 
 import asyncpg
 import httpx
+
+from bench.harness import Server, database
+from bench.harness import running_server as harness_server
 
 COLUMNS: list[dict[str, Any]] = [
     {"name": "name", "type": "text", "required": True},
@@ -101,69 +102,12 @@ def file_chunks(path: Path) -> Iterator[bytes]:
 
 # --- the server ----------------------------------------------------------------------------------
 
-@dataclass
-class Server:
-    url: str
-    admin_token: str
-    process: subprocess.Popen[bytes]
-    db_url: str
-    db_pid: int | None
-    log_path: Path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def running_server(work: Path) -> Iterator[Server]:
     """`authoric serve` (one process) on DATABASE_URL, or on a fresh embedded PostgreSQL."""
-    db_url = os.environ.get("DATABASE_URL")
-    pg: Any = None
-    if not db_url:
-        import pgserver
-
-        pg_dir = work / "pg"
-        pg_dir.mkdir(parents=True)
-        pg = pgserver.get_server(pg_dir, cleanup_mode="delete")
-        db_url = str(pg.get_uri())
-    port, token = _free_port(), secrets.token_urlsafe(24)
-    env = {**os.environ, "DATABASE_URL": db_url, "AUTHORIC_DATA_DIR": str(work / "data"),
-           "AUTHORIC_ADMIN_TOKEN": token}
-    log_path = work / "server.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "authoric.cli", "serve", "--port", str(port),
-             "--no-access-log", "--log-level", "warning"],
-            env=env, stdout=log, stderr=subprocess.STDOUT)
-    server = Server(f"http://127.0.0.1:{port}", token, process, db_url,
-                    pg.get_pid() if pg is not None else None, log_path)
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"the server did not start:\n{log_path.read_text()}")
-            try:
-                httpx.get(f"{server.url}/openapi.json", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
+    with database(work) as db, harness_server(work, db) as server:
         yield server
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
-        if pg is not None:
-            pg.cleanup()
 
-
-# --- memory and CPU of the server -------------------------------------------------------------
 
 def _status(pid: int) -> dict[str, int]:
     out: dict[str, int] = {}
