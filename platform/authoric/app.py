@@ -13,11 +13,12 @@ from authoric.auth.secrets import admin_token, jwt_secret
 from authoric.catalog.snapshot import SnapshotCache
 from authoric.changes.sequencer import Sequencer
 from authoric.db.embedded import embedded_database_url
-from authoric.db.engine import create_engine, libpq_url
+from authoric.db.engine import create_engine, libpq_url, session_settings
 from authoric.http import admin, autocrud, openapi, sessions, subscribe
 from authoric.http.context import Services
 from authoric.http.errors import install_error_handlers
 from authoric.http.limits import BodyLimit
+from authoric.plan.runner import open_pool
 from authoric.realtime.hub import Hub
 from authoric.realtime.relay import Relay
 from authoric.settings import Settings
@@ -36,10 +37,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # overflow a subscriber that reads at full speed.
         relay = Relay(libpq_url(url), hub, batch=max(1, min(2000, settings.sse_queue_size // 2)))
         sequencer = Sequencer(settings, libpq_url(url))
+        pool = await open_pool(libpq_url(url), settings.db_pool_size, session_settings(settings))
         app.state.services = Services(
             settings=settings, engine=engine, jwt_secret=jwt_secret(settings),
             admin_token=admin_token(settings), snapshots=snapshots,
             token_limiter=RateLimiter(settings.token_rate_limit), hub=hub, sequencer=sequencer,
+            pool=pool,
         )
         app.state.relay = relay
         # Long-lived objects built at startup need no more collector passes: with thousands
@@ -52,6 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             await relay.stop()
             await sequencer.stop()
+            await pool.close()
             await engine.dispose()
 
     app = FastAPI(title="Authoric platform API", version="0.1.0", lifespan=lifespan,

@@ -1,44 +1,48 @@
 """`/{app}/autocrud/{table}`: the generic REST API over each user table.
 
-Every route runs the same pipeline: authenticate → app and table → operation switch →
-permission (records.gate.admit) → request shape → governed read or write service.
+The edge: every route reads its whole body before any database work, then runs the request
+path (`Services.member_call`: token → facts → gate → plan → one statement), parsing the body
+and the query into types (row values, filter tree, page) after the gate, in the contract's
+check order. Routes hold no SQL and no policy.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from authoric.auth.principals import authenticate
 from authoric.errors import BadRequest, UnsupportedMediaType
-from authoric.http.context import json_body, services
-from authoric.query.filters import query_string_filter
+from authoric.http.context import parse_json_body, services
+from authoric.plan.access import Access
+from authoric.plan.filters import EVERYTHING, Node, parse_filter, query_string_filter
+from authoric.plan.listing import parse_limit
+from authoric.plan.plan import Page
+from authoric.plan.runner import ConnectionExecutor, Executor
 from authoric.records import bulk, csv_export, csv_import, reads, writes
-from authoric.records.gate import Access, admit
+from authoric.records.values import bulk_set_values, column_values
 
 router = APIRouter(tags=["autocrud"])
 RESERVED_PARAMS = {"order", "limit", "after", "filter", "lastEventId"}
+SPOOL_IN_MEMORY = 8 * 1024 * 1024  # import bodies past this wait on disk, not in memory
 
 
 @asynccontextmanager
 async def governed(request: Request, app: str, table: str,
-                   action: str) -> AsyncIterator[tuple[AsyncConnection, Access]]:
+                   action: str) -> AsyncIterator[tuple[ConnectionExecutor, Access]]:
     """A transaction and the caller's admitted access to `table` for `action`."""
-    svc = services(request)
-    async with svc.tx() as conn:
-        auth = await authenticate(conn, svc.jwt_secret, request.headers.get("authorization"), app)
-        snapshot = await svc.snapshot(conn, auth.principal.app_uid, auth.version)
-        yield conn, admit(snapshot, auth.principal, table, action)
+    async with services(request).member_transaction(
+            request.headers.get("authorization"), app, table, action) as (ex, access):
+        yield ex, access
 
 
-def list_filter(request: Request) -> dict[str, Any]:
-    """The filter of a list or bulk request: query-string terms AND `?filter=` JSON."""
+def list_filter(request: Request) -> Node:
+    """The filter tree of a list or bulk request: query-string terms AND `?filter=` JSON."""
     params = [(k, v) for k, v in request.query_params.multi_items() if k not in RESERVED_PARAMS]
     terms = [query_string_filter(params)] if params else []
     raw = request.query_params.get("filter")
@@ -48,8 +52,13 @@ def list_filter(request: Request) -> dict[str, Any]:
         except (ValueError, RecursionError) as exc:
             raise BadRequest("`filter` is not valid JSON", {"filter": raw[:200]}) from exc
     if not terms:
-        return {}
-    return terms[0] if len(terms) == 1 else {"and": terms}
+        return EVERYTHING
+    return parse_filter(terms[0] if len(terms) == 1 else {"and": terms})
+
+
+def list_page(request: Request) -> Page:
+    q = request.query_params
+    return Page(q.get("order"), parse_limit(q.get("limit")), q.get("after"))
 
 
 def wants_csv(request: Request) -> bool:
@@ -57,64 +66,110 @@ def wants_csv(request: Request) -> bool:
     return any(part.split(";")[0].strip() == "text/csv" for part in accept.split(","))
 
 
+def answer(body: Any, status: int = 200) -> Response:
+    """A JSON response encoded once, without FastAPI's generic encoder walking the rows."""
+    return Response(json.dumps(body, separators=(",", ":")).encode(), status,
+                    media_type="application/json")
+
+
 @router.get("/{app}/autocrud/{table}", response_model=None)
-async def list_rows(request: Request, app: str, table: str) -> dict[str, Any] | StreamingResponse:
-    q = request.query_params
-    async with governed(request, app, table, "read_list") as (conn, access):
-        if wants_csv(request):
-            statement = csv_export.export_statement(access, list_filter(request), q.get("order"))
-        else:
-            query = reads.ListQuery(list_filter(request), q.get("order"), q.get("limit"),
-                                    q.get("after"))
-            return await reads.list_page(conn, access, query)
-    rows = csv_export.export_csv(services(request).engine, access, statement)
-    return StreamingResponse(rows, media_type="text/csv; charset=utf-8", headers={
-        "Content-Disposition": f'attachment; filename="{access.table.name}.csv"'})
+async def list_rows(request: Request, app: str, table: str) -> Response:
+    svc = services(request)
+    header = request.headers.get("authorization")
+    if wants_csv(request):
+        async with governed(request, app, table, "read_list") as (_, access):
+            statement = csv_export.export_statement(access, list_filter(request),
+                                                    request.query_params.get("order"))
+        rows = csv_export.export_csv(svc.engine, access, statement)
+        return StreamingResponse(rows, media_type="text/csv; charset=utf-8", headers={
+            "Content-Disposition": f'attachment; filename="{access.table.name}.csv"'})
+
+    async def work(ex: Executor, access: Access) -> dict[str, Any]:
+        return await reads.list_page(ex, access, list_filter(request), list_page(request))
+
+    return answer(await svc.member_call(header, app, table, "read_list", work))
 
 
 @router.patch("/{app}/autocrud/{table}")
-async def bulk_update(request: Request, app: str, table: str) -> dict[str, Any]:
-    async with governed(request, app, table, "update") as (conn, access):
-        body = await json_body(request)
-        return {"count": await bulk.bulk_update(conn, access, list_filter(request), body)}
+async def bulk_update(request: Request, app: str, table: str) -> Response:
+    raw = await request.body()
+    async with governed(request, app, table, "update") as (ex, access):
+        tree = list_filter(request)
+        bulk.checked_plan(access, tree)
+        body = parse_json_body(request.headers.get("content-type", ""), raw)
+        values = bulk_set_values(access.table, body)
+        return answer({"count": await bulk.bulk_update(ex, access, tree, values)})
 
 
 @router.delete("/{app}/autocrud/{table}")
-async def bulk_delete(request: Request, app: str, table: str) -> dict[str, Any]:
-    async with governed(request, app, table, "delete") as (conn, access):
-        return {"count": await bulk.bulk_delete(conn, access, list_filter(request))}
+async def bulk_delete(request: Request, app: str, table: str) -> Response:
+    async with governed(request, app, table, "delete") as (ex, access):
+        return answer({"count": await bulk.bulk_delete(ex, access, list_filter(request))})
 
 
 @router.post("/{app}/autocrud/{table}/import", status_code=201)
-async def import_rows(request: Request, app: str, table: str) -> dict[str, Any]:
-    async with governed(request, app, table, "create") as (conn, access):
-        content_type = request.headers.get("content-type", "")
-        if content_type.split(";")[0].strip().lower() != "text/csv":
-            raise UnsupportedMediaType("send the file as text/csv", {"contentType": content_type})
-        return {"inserted": await csv_import.import_csv(conn, access, request.stream())}
+async def import_rows(request: Request, app: str, table: str) -> Response:
+    # The whole file is received before a connection is taken: a slow uploader holds a
+    # temporary file, never a pooled connection.
+    with tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY) as spool:
+        async for chunk in request.stream():
+            spool.write(chunk)
+        spool.seek(0)
+        async with governed(request, app, table, "create") as (ex, access):
+            content_type = request.headers.get("content-type", "")
+            if content_type.split(";")[0].strip().lower() != "text/csv":
+                raise UnsupportedMediaType("send the file as text/csv",
+                                           {"contentType": content_type})
+            inserted = await csv_import.import_csv(ex.conn, access, _chunks(spool))
+            return answer({"inserted": inserted}, 201)
+
+
+async def _chunks(spool: Any, size: int = 1 << 16) -> AsyncIterator[bytes]:
+    while chunk := spool.read(size):
+        yield chunk
 
 
 @router.get("/{app}/autocrud/{table}/{uid}")
-async def read_row(request: Request, app: str, table: str, uid: str) -> dict[str, Any]:
-    async with governed(request, app, table, "read") as (conn, access):
-        return await reads.read_one(conn, access, reads.parse_uid(uid))
+async def read_row(request: Request, app: str, table: str, uid: str) -> Response:
+    async def work(ex: Executor, access: Access) -> dict[str, Any]:
+        return await reads.read_one(ex, access, reads.parse_uid(uid))
+
+    return answer(await services(request).member_call(
+        request.headers.get("authorization"), app, table, "read", work))
 
 
 @router.post("/{app}/autocrud/{table}", status_code=201)
-async def create_row(request: Request, app: str, table: str) -> dict[str, Any]:
-    async with governed(request, app, table, "create") as (conn, access):
-        return await writes.create_row(conn, access, await json_body(request))
+async def create_row(request: Request, app: str, table: str) -> Response:
+    svc = services(request)
+    raw = await request.body()
+    content_type = request.headers.get("content-type", "")
+    header = request.headers.get("authorization")
+
+    async def work(ex: Executor, access: Access) -> dict[str, Any]:
+        body = parse_json_body(content_type, raw)
+        if writes.needs_transaction(access, "create"):
+            async with governed(request, app, table, "create") as (tx, current):
+                values = column_values(current.table, body, creating=True)
+                return await writes.create_row(tx, current, values)
+        return await writes.create_row(ex, access, column_values(access.table, body, creating=True))
+
+    row = await svc.member_call(header, app, table, "create", work)
+    svc.sequencer.nudge()  # the change-log row is committed: stamp it without waiting
+    return answer(row, 201)
 
 
 @router.patch("/{app}/autocrud/{table}/{uid}")
-async def update_row(request: Request, app: str, table: str, uid: str) -> dict[str, Any]:
-    async with governed(request, app, table, "update") as (conn, access):
+async def update_row(request: Request, app: str, table: str, uid: str) -> Response:
+    raw = await request.body()
+    async with governed(request, app, table, "update") as (ex, access):
         row_uid = reads.parse_uid(uid)
-        return await writes.update_row(conn, access, row_uid, await json_body(request))
+        body = parse_json_body(request.headers.get("content-type", ""), raw)
+        values = column_values(access.table, body, creating=False)
+        return answer(await writes.update_row(ex, access, row_uid, values))
 
 
 @router.delete("/{app}/autocrud/{table}/{uid}", status_code=204)
 async def delete_row(request: Request, app: str, table: str, uid: str) -> Response:
-    async with governed(request, app, table, "delete") as (conn, access):
-        await writes.delete_row(conn, access, reads.parse_uid(uid))
+    async with governed(request, app, table, "delete") as (ex, access):
+        await writes.delete_row(ex, access, reads.parse_uid(uid))
     return Response(status_code=204)
