@@ -17,7 +17,7 @@ from authoric.db.engine import create_engine, libpq_url, session_settings
 from authoric.http import admin, autocrud, openapi, sessions, subscribe
 from authoric.http.context import Services
 from authoric.http.errors import install_error_handlers
-from authoric.http.limits import BodyLimit
+from authoric.http.limits import BodyLimit, RoundTripHeader, UrlLimit
 from authoric.plan.runner import open_pool
 from authoric.realtime.hub import Hub
 from authoric.realtime.relay import Relay
@@ -63,6 +63,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes,
                        import_limit=settings.max_import_bytes)
+    app.add_middleware(UrlLimit)
+    app.add_middleware(RoundTripHeader)
     app.include_router(admin.router)
     app.include_router(openapi.router)
     app.include_router(sessions.router)
