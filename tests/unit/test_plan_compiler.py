@@ -126,3 +126,16 @@ def test_a_read_only_principal_reads_but_every_write_is_refused_with_the_reason(
         with pytest.raises(Forbidden) as refused:
             admit(snap, member("clerk", read_only=True), "invoices", action)
         assert refused.value.details["reason"] == "impersonation_read_only"
+
+
+def test_a_draft_role_is_judged_by_the_same_gate_without_touching_the_saved_snapshot() -> None:
+    from authoric.plan.access import with_draft_role
+
+    saved = snapshot()
+    draft = with_draft_role(saved, "viewer", RoleDef.model_validate(
+        {"permissions": ["invoices:read_list"], "rowPolicies": {"invoices": {"number": "A-1"}}}))
+    text = sql(Plan(admit(draft, member("viewer"), "invoices", "read_list")).select_all(None))
+    assert "invoices.number = $" in text
+    with pytest.raises(Forbidden):
+        admit(draft, member("viewer"), "invoices", "read")
+    admit(saved, member("viewer"), "invoices", "read")

@@ -8,13 +8,15 @@ redacted; it is only ever built from the admin token, never from an app token.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import Forbidden, TableLocked
 from authoric.policy.decision import Decision, decide
+from authoric.policy.enforcer import build_enforcer
 from authoric.policy.principal import Principal
+from authoric.policy.roles import RoleDef
 
 OPERATION_OF = {"read_list": "list", "read": "read", "create": "create", "update": "update",
                 "delete": "delete"}
@@ -66,3 +68,12 @@ def reader(snapshot: AppSnapshot, principal: Principal, table: CompiledTable) ->
         return None
     decision = decide(snapshot, principal, table, "read")
     return decision if decision.allowed else None
+
+
+def with_draft_role(snapshot: AppSnapshot, name: str, role: RoleDef | None) -> AppSnapshot:
+    """The app as it would be with role `name` replaced by `role` (removed when None), for a
+    dry run: admit and plan against it exactly as a request would, nothing saved."""
+    roles = {k: v for k, v in snapshot.roles.items() if k != name}
+    if role is not None:
+        roles[name] = role
+    return replace(snapshot, roles=roles, enforcer=build_enforcer(roles), decisions={})
