@@ -57,11 +57,15 @@ function response(status, _, _)
 end
 
 function done(summary, latency, _)
-  local counts = {{}}
+  local totals = {{}}
   for _, t in ipairs(threads) do
     for status, n in pairs(t:get("bad")) do
-      table.insert(counts, string.format('"%s": %d', status, n))
+      totals[status] = (totals[status] or 0) + n
     end
+  end
+  local counts = {{}}
+  for status, n in pairs(totals) do
+    table.insert(counts, string.format('"%s": %d', status, n))
   end
   local e = summary.errors
   io.write(string.format(
