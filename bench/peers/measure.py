@@ -72,6 +72,18 @@ class Cell:
         return max(0.0, self.machine_cpu - self.server_cpu - self.postgres_cpu - self.peer_cpu
                    - self.client_cpu)
 
+    def add(self, measured: Slice) -> None:
+        self.requests += measured.run.requests
+        self.seconds += measured.run.seconds
+        self.wall += measured.wall
+        self.server_cpu += measured.server
+        self.postgres_cpu += measured.postgres
+        self.peer_cpu += measured.peer
+        self.client_cpu += measured.run.client_cpu
+        self.machine_cpu += measured.machine
+        self.percentiles.append((measured.run.requests, measured.run.p50_ms, measured.run.p99_ms))
+        self.errors.update(measured.run.errors)
+
 
 @dataclass
 class Settings:
@@ -91,38 +103,51 @@ def slice_order(cell_index: int, rounds: int, targets: list[Target]) -> list[Tar
     return order
 
 
-def measure_slice(cell: Cell, target: Target, peer: Target, settings: Settings) -> None:
+@dataclass
+class Slice:
+    """One measured wrk run against one system, with the CPU used meanwhile (seconds)."""
+
+    run: wrk.Run
+    wall: float
+    server: float
+    postgres: float
+    peer: float
+    machine: float
+
+    @property
+    def other(self) -> float:
+        return max(0.0, self.machine - self.server - self.postgres - self.peer
+                   - self.run.client_cpu)
+
+    def describe(self, cell: Cell, target: Target, peer: Target) -> str:
+        def share(seconds: float) -> str:
+            return f"{seconds / self.wall * 100:3.0f}%"
+
+        flag = f"  ERRORS {dict(self.run.errors)}" if self.run.errors else ""
+        cpu_ms = (self.server + self.postgres) * 1000 / max(1, self.run.requests)
+        return (f"  {cell.route:<6} c={cell.concurrency:<3} {target.name:<10} "
+                f"{self.run.rps:8.0f} req/s  p50 {self.run.p50_ms:7.1f} ms  "
+                f"p99 {self.run.p99_ms:7.1f} ms  CPU {cpu_ms:5.2f} ms/req  (wrk "
+                f"{share(self.run.client_cpu)}, {peer.name} {share(self.peer)}, "
+                f"other {share(self.other)} of a core){flag}")
+
+
+def measure_slice(cell: Cell, target: Target, peer: Target, settings: Settings) -> Slice:
+    """A warm-up run (its errors kept, its figures dropped), then the measured run with both
+    systems' CPU read just before and just after it."""
     script = settings.work / f"{target.name.lower()}-{cell.route}.lua"
-    seconds = max(1.0, round(settings.duration / settings.rounds))
     if settings.warmup > 0:
         warm = wrk.run(target, cell.route, cell.concurrency, settings.warmup, settings.threads,
                        script)
         cell.warmup_errors.update(warm.errors)
+    seconds = max(1.0, round(settings.duration / settings.rounds))
     before: tuple[CpuReading, CpuReading] = (target.cpu(), peer.cpu())
     machine_before, wall_before = machine_busy_seconds(), time.perf_counter()
     result = wrk.run(target, cell.route, cell.concurrency, seconds, settings.threads, script)
     wall, machine = time.perf_counter() - wall_before, machine_busy_seconds() - machine_before
     after = (target.cpu(), peer.cpu())
-    server, database = target.used(before[0], after[0])
-    peer_cpu = sum(peer.used(before[1], after[1]))
-    other = max(0.0, machine - server - database - peer_cpu - result.client_cpu)
-    cell.requests += result.requests
-    cell.seconds += result.seconds
-    cell.wall += wall
-    cell.server_cpu += server
-    cell.postgres_cpu += database
-    cell.peer_cpu += peer_cpu
-    cell.client_cpu += result.client_cpu
-    cell.machine_cpu += machine
-    cell.percentiles.append((result.requests, result.p50_ms, result.p99_ms))
-    cell.errors.update(result.errors)
-    flag = f"  ERRORS {dict(result.errors)}" if result.errors else ""
-    print(f"  {cell.route:<6} c={cell.concurrency:<3} {target.name:<10} {result.rps:8.0f} req/s"
-          f"  p50 {result.p50_ms:7.1f} ms  p99 {result.p99_ms:7.1f} ms"
-          f"  CPU {(server + database) * 1000 / max(1, result.requests):5.2f} ms/req"
-          f"  (wrk {result.client_cpu / wall * 100:3.0f}%, {peer.name} {peer_cpu / wall * 100:3.0f}%,"
-          f" other {other / wall * 100:3.0f}% of a core)"
-          f"{flag}", flush=True)
+    server, postgres = target.used(before[0], after[0])
+    return Slice(result, wall, server, postgres, sum(peer.used(before[1], after[1])), machine)
 
 
 def measure_cells(targets: list[Target], routes: list[str], concurrencies: list[int],
@@ -134,7 +159,10 @@ def measure_cells(targets: list[Target], routes: list[str], concurrencies: list[
             mine = {t.name: Cell(t.name, route, concurrency) for t in targets}
             for target in slice_order(index, settings.rounds, targets):
                 peer = next(t for t in targets if t is not target)
-                measure_slice(mine[target.name], target, peer, settings)
+                cell = mine[target.name]
+                measured = measure_slice(cell, target, peer, settings)
+                cell.add(measured)
+                print(measured.describe(cell, target, peer), flush=True)
             cells.extend(mine.values())
             index += 1
     return cells
