@@ -33,6 +33,17 @@ def incoming_id(scope: Scope) -> str | None:
     return None
 
 
+def route_label(scope: Scope) -> str:
+    """The route template (`/{app}/autocrud/{table}`), never a raw path with names in it:
+    label values stay bounded, and no tenant's names reach the metrics."""
+    route = scope.get("route")  # set by FastAPI's routes once matched
+    if route is not None:
+        return str(route.path)
+    if "endpoint" in scope and not scope.get("path_params"):
+        return str(scope["path"])  # a plain Starlette route (/openapi.json, /docs): literal
+    return UNMATCHED
+
+
 class Observe:
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app, self.metrics = app, metrics
@@ -60,9 +71,7 @@ class Observe:
             await self.app(scope, receive, send_with_id)
         finally:
             seconds = time.perf_counter() - started
-            # The route template (`/{app}/autocrud/{table}`), never the raw path: bounded
-            # label values, and no tenant names in metrics.
-            route = getattr(scope.get("route"), "path", UNMATCHED)
+            route = route_label(scope)
             method = scope["method"] if scope["method"] in METHODS else "OTHER"
             self.metrics.request(route, method, status, seconds)
             if access.isEnabledFor(logging.INFO):
