@@ -51,6 +51,7 @@ def start_server(database_url: str, data_dir: Path, **extra_env: str) -> ServerP
         "AUTHORIC_DATA_DIR": str(data_dir),
         "AUTHORIC_ADMIN_TOKEN": ADMIN_TOKEN,
         "AUTHORIC_TOKEN_RATE_LIMIT": "1000",
+        "AUTHORIC_WORKERS": "1",  # one process unless a test asks for more: per-process state
         **extra_env,
     }
     log_path = data_dir / f"server-{port}.log"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -36,6 +37,18 @@ class Settings(BaseSettings):
     change_retention: int = Field(
         default=7 * 24 * 3600, validation_alias="AUTHORIC_CHANGE_RETENTION"
     )
+
+    workers: int | None = Field(
+        default=None, validation_alias="AUTHORIC_WORKERS",
+        description="`authoric serve` processes; unset: one per core, at most 4")
+    shutdown_grace: int = Field(
+        default=8, validation_alias="AUTHORIC_SHUTDOWN_GRACE",
+        description="seconds in-flight requests get to finish after SIGTERM")
+    log_format: Literal["text", "json"] = Field(
+        default="text", validation_alias="AUTHORIC_LOG_FORMAT")
+    metrics_token: str | None = Field(
+        default=None, validation_alias="AUTHORIC_METRICS_TOKEN",
+        description="a bearer token for GET /metrics only (the admin token is always accepted)")
 
     def secret_file(self, name: str) -> Path:
         return self.data_dir / name

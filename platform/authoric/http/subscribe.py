@@ -8,6 +8,7 @@ from sse_starlette import EventSourceResponse
 from authoric.errors import NotAcceptable
 from authoric.http.autocrud import governed
 from authoric.http.context import services
+from authoric.observability.metrics import metered_frames
 from authoric.realtime.stream import Stream, StreamRequest
 from authoric.records.gate import admit
 
@@ -30,4 +31,4 @@ async def subscribe(request: Request, app: str, table: str) -> EventSourceRespon
     last_id = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
     stream = Stream(svc.settings, svc.engine, svc.hub,
                     StreamRequest(listing.snapshot, listing.table, listing.principal, last_id))
-    return EventSourceResponse(stream.frames(), ping=0, sep="\n")
+    return EventSourceResponse(metered_frames(request.app.state.metrics, stream), ping=0, sep="\n")
