@@ -7,25 +7,15 @@ from typing import Any
 from authoric.catalog.model import ColumnDef
 from authoric.catalog.schema import CompiledTable, field_name
 from authoric.catalog.snapshot import AppSnapshot
+from authoric.catalog.types import column_type
 
-_JSON_TYPES: dict[str, dict[str, Any]] = {
-    "text": {"type": "string"},
-    "integer": {"type": "integer", "format": "int64"},
-    "numeric": {"type": "string", "format": "decimal"},
-    "boolean": {"type": "boolean"},
-    "timestamp": {"type": "string", "format": "date-time"},
-    "date": {"type": "string", "format": "date"},
-    "uuid": {"type": "string", "format": "uuid"},
-    "json": {},
-    "reference": {"type": "string", "format": "uuid"},
-}
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _REDACTED = {"type": "string", "enum": ["[redacted]"]}
 
 
 def _column_schema(column: ColumnDef, readable: bool) -> dict[str, Any]:
-    base = dict(_JSON_TYPES[column.type])
-    if column.type == "json":
+    base = column_type(column.type).json_schema()
+    if not base:  # any JSON value: null and "[redacted]" included already
         return {"description": "any JSON value"} if readable else {}
     nullable = {"anyOf": [base, {"type": "null"}]}
     return {"anyOf": [*nullable["anyOf"], _REDACTED]} if readable else nullable
