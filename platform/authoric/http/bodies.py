@@ -75,7 +75,7 @@ class ErrorBody(BaseModel):
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": description} for status, description in (
-        (400, "malformed JSON or parameters"), (401, "no token, or not the admin token"),
+        (400, "malformed JSON or parameters"), (401, "missing or bad credentials"),
         (404, "unknown app, table, org, user or role"), (409, "name taken, or in use"),
         (413, "body over the configured limit"), (415, "not application/json"),
         (422, "a field of the wrong type, unknown or missing; details.errors names it"),
