@@ -81,6 +81,12 @@ def test_the_platform_document_declares_the_settings_an_app_takes_allowed_origin
     assert set(settings["properties"]) == {"accessTokenTtl", "refreshTokenTtl", "allowedOrigins"}
     origins = settings["properties"]["allowedOrigins"]
     assert origins["type"] == "array" and "pattern" in origins["items"]
+    # The answer of the app routes is declared too, settings included.
+    answer = platform_doc["paths"]["/admin/apps/{app}"]["get"]["responses"]["200"]
+    view = answer["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    stored = platform_doc["components"]["schemas"][view]["properties"]["settings"]["$ref"]
+    assert "allowedOrigins" in platform_doc["components"]["schemas"][stored.rsplit("/", 1)[1]][
+        "properties"]
 
 
 def test_bodies_from_the_docs_fit_their_declared_schemas(platform_doc: dict[str, Any]) -> None:

@@ -76,6 +76,21 @@ class AppChange(BaseModel):
     settings: SettingsChange = Field(default_factory=SettingsChange)
 
 
+class AppView(BaseModel):
+    """An app as the admin routes answer it (documents the answer in the platform document)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    uid: str
+    name: str
+    created_at: str = Field(alias="createdAt")
+    settings: AppSettings
+
+
+class AppList(BaseModel):
+    items: list[AppView]
+
+
 class NewApp(BaseModel):
     """`POST /admin/apps`."""
 

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from authoric.auth.admin import is_admin_token
 from authoric.catalog import apps, definitions
-from authoric.catalog.apps import AppChange, NewApp
+from authoric.catalog.apps import AppChange, AppList, AppView, NewApp
 from authoric.catalog.model import TableChange, TableDef
 from authoric.errors import Unauthenticated
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
@@ -39,25 +39,25 @@ MembershipBody = Annotated[Membership, Depends(body_of(Membership))]
 RoleBody = Annotated[RoleDef, Depends(body_of(RoleDef))]
 
 
-@router.post("/apps", status_code=201)
+@router.post("/apps", status_code=201, response_model=AppView)
 async def create_app(request: Request, body: NewAppBody) -> dict[str, Any]:
     async with services(request).tx() as conn:
         return apps.public_app(await apps.create_app(conn, body))
 
 
-@router.get("/apps")
+@router.get("/apps", response_model=AppList)
 async def list_apps(request: Request) -> dict[str, Any]:
     async with services(request).tx() as conn:
         return {"items": [apps.public_app(a) for a in await apps.list_apps(conn)]}
 
 
-@router.get("/apps/{app}")
+@router.get("/apps/{app}", response_model=AppView)
 async def get_app(request: Request, app: str) -> dict[str, Any]:
     async with services(request).tx() as conn:
         return apps.public_app(await apps.find_app(conn, app))
 
 
-@router.patch("/apps/{app}")
+@router.patch("/apps/{app}", response_model=AppView)
 async def patch_app(request: Request, app: str, body: AppChangeBody) -> dict[str, Any]:
     async with services(request).tx() as conn:
         return apps.public_app(await apps.patch_app(conn, app, body))
