@@ -6,16 +6,19 @@ tampered with, unsigned (`alg: none`), of another app, or of the wrong type.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
@@ -73,6 +76,7 @@ def clocked_server(database_url: str, tmp_path_factory: pytest.TempPathFactory,
 @pytest.fixture
 def clocked(clocked_server: tuple[ServerProcess, Path]) -> Iterator[Clocked]:
     proc, clock_file = clocked_server
+    clock_file.write_text("0")
     with httpx.Client(base_url=proc.url, timeout=30) as client:
         yield Clocked(proc, client, clock_file)
 
@@ -305,6 +309,31 @@ def test_holder_of_a_refresh_token_past_its_lifetime_gets_401(clocked: Clocked) 
     _, member = _member(notes)
     clocked.advance(3601)
     expect(_post(notes, "refresh", {"refresh_token": member.refresh_token}), 401)
+
+
+def test_expired_refresh_tokens_are_deleted_at_a_later_login(clocked: Clocked,
+                                                             database_url: str) -> None:
+    notes = clocked.notes()
+    expect(notes.admin.patch(notes.base, json={"settings": {"refreshTokenTtl": 3600}}), 200)
+    clocked.advance(-7200)  # issued "two hours ago": expired by the database's own clock
+    user, _ = _member(notes)
+    assert _refresh_rows(database_url, user["uid"]) == 1
+    clocked.advance(7200)
+    _member(notes)  # anyone's login clears out a batch of expired rows
+    assert _refresh_rows(database_url, user["uid"]) == 0
+
+
+def _refresh_rows(database_url: str, user_uid: str) -> int:
+    async def count() -> int:
+        conn = await asyncpg.connect(database_url)
+        try:
+            return int(await conn.fetchval(
+                "SELECT count(*) FROM authoric.refresh_tokens WHERE user_uid = $1",
+                uuid.UUID(user_uid)))
+        finally:
+            await conn.close()
+
+    return asyncio.run(count())
 
 
 def test_holder_of_a_token_with_a_tampered_signature_gets_401(notes: AppWorld) -> None:
