@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from authoric import clock
 from authoric.auth.ratelimit import RateLimiter
 from authoric.auth.secrets import admin_token, jwt_secret
 from authoric.catalog.snapshot import SnapshotCache
@@ -31,6 +32,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        clock.install(settings.test_clock_file)
         url = settings.database_url or embedded_database_url(settings.data_dir)
         engine = create_engine(settings, url)
         counted.watch_pool(engine)
@@ -44,7 +46,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.services = Services(
             settings=settings, engine=engine, jwt_secret=jwt_secret(settings),
             admin_token=admin_token(settings), snapshots=snapshots,
-            token_limiter=RateLimiter(settings.token_rate_limit), hub=hub, sequencer=sequencer,
+            token_limiter=RateLimiter(settings), hub=hub, sequencer=sequencer,
         )
         app.state.relay = relay
         # Long-lived objects built at startup need no more collector passes: with thousands

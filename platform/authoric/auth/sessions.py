@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 import uuid
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
+from authoric import clock
 from authoric.auth import tokens
 from authoric.auth.credentials import Login, RefreshToken
 from authoric.auth.passwords import verify_password
@@ -28,6 +28,7 @@ async def login(conn: AsyncConnection, secret: str, app: Any, body: Login) -> di
     if not await verify_password(user.password_hash if user else None, password) or user is None:
         raise Unauthenticated(BAD_LOGIN)
     org_uid = await _login_org(conn, user.uid, org)
+    await _purge_expired(conn)
     return await _issue(conn, secret, app, user.uid, org_uid, uuid7())
 
 
@@ -51,7 +52,7 @@ async def _login_org(conn: AsyncConnection, user_uid: uuid.UUID, org: str | None
 async def _issue(conn: AsyncConnection, secret: str, app: Any, user_uid: uuid.UUID,
                  org_uid: uuid.UUID, family: uuid.UUID) -> dict[str, Any]:
     settings = app_settings(app["settings"])
-    now = time.time()
+    now = clock.now()
     refresh_jti = uuid7()
     refresh_exp = now + settings.refresh_token_ttl
     await conn.execute(t.refresh_tokens.insert().values(
@@ -109,6 +110,28 @@ async def logout(conn: AsyncConnection, secret: str, app: Any, body: RefreshToke
         t.refresh_tokens.c.jti == claims.jti))).first()
     if row is not None:
         await _revoke_family(conn, row.family)
+
+
+async def revoke_sessions(conn: AsyncConnection, user_uid: uuid.UUID,
+                          org_uid: uuid.UUID | None = None) -> None:
+    """End every session of the user (in `org_uid` only, when given): their refresh tokens
+    stop working, so a membership given back later does not revive them."""
+    where = [t.refresh_tokens.c.user_uid == user_uid, t.refresh_tokens.c.revoked_at.is_(None)]
+    if org_uid is not None:
+        where.append(t.refresh_tokens.c.org_uid == org_uid)
+    await conn.execute(update(t.refresh_tokens).where(*where).values(revoked_at=func.now()))
+
+
+# Expired rows are dead weight: an expired refresh token is refused before its row is read.
+# Each login deletes a bounded batch of them (index on expires_at; rows another login is
+# already deleting are skipped, not waited for).
+PURGE_BATCH = 100
+
+
+async def _purge_expired(conn: AsyncConnection) -> None:
+    expired = (select(t.refresh_tokens.c.jti).where(t.refresh_tokens.c.expires_at < func.now())
+               .limit(PURGE_BATCH).with_for_update(skip_locked=True))
+    await conn.execute(delete(t.refresh_tokens).where(t.refresh_tokens.c.jti.in_(expired)))
 
 
 async def _revoke_family(conn: AsyncConnection, family: uuid.UUID) -> None:

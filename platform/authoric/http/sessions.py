@@ -18,14 +18,19 @@ LoginBody = Annotated[Login, Depends(body_of(Login))]
 RefreshTokenBody = Annotated[RefreshToken, Depends(body_of(RefreshToken))]
 
 
-def _throttle(request: Request, app: str) -> None:
+async def _throttle(request: Request, app: str, email: str | None = None) -> None:
+    """Count the attempt in a transaction of its own (kept when the login fails); 404 for an
+    unknown app, 429 past a limit. The account is the email of a login."""
     client = request.client.host if request.client else "unknown"
-    services(request).token_limiter.check(f"{app}|{client}")
+    svc = services(request)
+    async with svc.tx() as conn:
+        verdict = await svc.token_limiter.count(conn, app, client, email)
+    verdict.raise_if_over()
 
 
 @router.post("/{app}/auth/token")
 async def token(request: Request, app: str, body: LoginBody) -> dict[str, Any]:
-    _throttle(request, app)
+    await _throttle(request, app, body.email)
     svc = services(request)
     async with svc.tx() as conn:
         return await sessions.login(conn, svc.jwt_secret, await find_app(conn, app), body)
@@ -33,7 +38,7 @@ async def token(request: Request, app: str, body: LoginBody) -> dict[str, Any]:
 
 @router.post("/{app}/auth/refresh")
 async def refresh(request: Request, app: str, body: RefreshTokenBody) -> dict[str, Any]:
-    _throttle(request, app)
+    await _throttle(request, app)
     svc = services(request)
     async with svc.tx() as conn:
         return await sessions.refresh(conn, svc.jwt_secret, await find_app(conn, app), body)

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
 from authoric.auth.passwords import hash_password
+from authoric.auth.sessions import revoke_sessions
 from authoric.catalog.apps import bump_version, find_app
 from authoric.catalog.names import check_name
 from authoric.catalog.snapshot import AppSnapshot, load_snapshot
@@ -101,6 +102,7 @@ async def delete_user(conn: AsyncConnection, app_ref: str, user_ref: str) -> Non
     app = await find_app(conn, app_ref)
     user = await _user(conn, app["uid"], user_ref)
     await conn.execute(delete(t.users).where(t.users.c.uid == user.uid))
+    await revoke_sessions(conn, user.uid)
     await bump_version(conn, app["uid"])
 
 
@@ -134,6 +136,7 @@ async def delete_member(conn: AsyncConnection, app_ref: str, org_ref: str, user_
         t.members.c.org_uid == org.uid, t.members.c.user_uid == user.uid))
     if not result.rowcount:
         raise NotFound("no such membership")
+    await revoke_sessions(conn, user.uid, org.uid)
     await bump_version(conn, app["uid"])
 
 
