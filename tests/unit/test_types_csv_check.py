@@ -16,8 +16,8 @@ from authoric.catalog.types import MAX_JSON_DEPTH, BadValue, column_type, parse_
 CELLS: dict[str, list[str]] = {
     "text": ["plain", " padded ", "ünï ☃", "x" * 500],
     "integer": ["42", " 42 ", "-7", "4.5", "1e3", "ten", "9223372036854775807",
-                "9223372036854775808", "+5"],
-    "numeric": ["8760.00", " 1.5 ", "1e3", "NaN", "nan", "Infinity", "-inf", "ten", "0x10"],
+                "9223372036854775808", "+5", "0x10", "0o7", "0b1", "1_000", " -0 "],
+    "numeric": ["8760.00", " 1.5 ", "1e3", "NaN", "nan", "Infinity", "-inf", "ten", "0x10", "1_000.5", ".5", "5.", "-1.5E-3", "1e200000"],
     "boolean": ["true", "TRUE", " yes ", "1", "t", "y", "false", "0", "no", "f", "n", "on", "off",
                 "of", "maybe"],
     "timestamp": ["2026-01-31T12:00:00Z", "2026-01-31 12:00:00+02", "2026-01-31T12:00:00+02:00",

@@ -4,24 +4,31 @@ refuses the rest with a message, renders what rows show, and documents it in JSO
 from __future__ import annotations
 
 import datetime as dt
+import re
 import uuid
 from decimal import Decimal
 from typing import Any
 
 import jsonschema_rs
 import pytest
+from sqlalchemy import MetaData
 
 from authoric.catalog import types
+from authoric.catalog.model import TableDef, check_columns
+from authoric.catalog.openapi_doc import row_schema
+from authoric.catalog.schema import compile_table
 from authoric.catalog.types import (
     COLUMN_TYPES,
     MAX_JSON_DEPTH,
     REGISTRY,
     BadValue,
+    ColumnType,
     column_type,
     parse_json,
     parse_text,
     render,
 )
+from authoric.records.csv_fast import cell_cast
 
 CONTRACT_TYPES = ("text", "integer", "numeric", "boolean", "timestamp", "date", "uuid", "json",
                   "reference")
@@ -184,3 +191,45 @@ def test_each_type_names_a_postgresql_type_and_a_sqlalchemy_type(name: str) -> N
 def test_bound_values_for_raw_sql_casts_are_json_text_for_json_and_the_value_otherwise() -> None:
     assert column_type("json").bind_value({"a": 1}) == '{"a": 1}'
     assert column_type("integer").bind_value(5) == 5
+
+
+# Adding a type touches one place ----------------------------------------------------------------
+
+class Cents(ColumnType):
+    """A stand-in new type: cents stored as bigint, shown as a decimal string."""
+
+    name, pg_name = "cents", "bigint"
+
+    def sql_type(self) -> Any:
+        return column_type("integer").sql_type()
+
+    def parse_json(self, value: Any) -> int:
+        if not isinstance(value, str) or not re.fullmatch(r"-?\d+\.\d{2}", value):
+            raise BadValue("expected an amount such as \"12.50\"")
+        return int(value.replace(".", ""))
+
+    def render(self, value: Any) -> str:
+        return f"{value // 100}.{value % 100:02d}"
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "string", "pattern": r"^-?\d+\.\d{2}$"}
+
+    def csv_cast(self, ref: str) -> str:
+        return f"replace({ref}, '.', '')::bigint"
+
+
+def test_a_type_added_to_the_registry_is_taken_by_tables_rows_documents_and_csv(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(REGISTRY, "cents", Cents())
+    definition = TableDef.model_validate(
+        {"name": "payments", "columns": [{"name": "amount", "type": "cents", "default": "0.00"}]})
+    check_columns(definition.columns, set())
+    compiled = compile_table(uuid.UUID(int=1), definition, MetaData())
+    assert parse_json("cents", "12.50") == 1250
+    assert compiled.row_json({"uid": uuid.UUID(int=2), "amount": 1250,
+                              "created_at": dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+                              "updated_at": dt.datetime(2026, 1, 1, tzinfo=dt.UTC)})["amount"] == "12.50"
+    assert row_schema(compiled)["properties"]["amount"]["anyOf"][0] == Cents().json_schema()
+    assert cell_cast(definition.columns[0]) == "replace(s.\"amount\", '.', '')::bigint"
+    with pytest.raises(BadValue):
+        parse_text("cents", "12.5")

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from authoric.catalog.names import Name, check_name
-from authoric.catalog.types import COLUMN_TYPES, BadValue, column_type, parse_json
+from authoric.catalog.types import COLUMN_TYPES, REGISTRY, BadValue, column_type, parse_json
 from authoric.errors import Conflict, ValidationFailed
 
 OPERATIONS = ("list", "read", "create", "update", "delete")
@@ -31,10 +31,10 @@ class ColumnDef(BaseModel):
 
     def checked(self) -> ColumnDef:
         check_name(self.name, "column")
-        if self.type not in COLUMN_TYPES:
+        if self.type not in REGISTRY:
             raise ValidationFailed(
                 f"column {self.name!r}: unknown type {self.type!r}",
-                {"column": self.name, "allowed": list(COLUMN_TYPES)},
+                {"column": self.name, "allowed": list(REGISTRY)},
             )
         if column_type(self.type).is_reference != (self.references is not None):
             raise ValidationFailed(

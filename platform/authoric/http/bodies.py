@@ -1,8 +1,9 @@
 """Typed request bodies: JSON parsed straight into a Pydantic model, and declared in OpenAPI.
 
-A route takes its body as a parameter typed `Body[Model]`-style (`Annotated[Model,
-Depends(body_of(Model))]`). The dependency runs after the router's own dependencies (the admin
-token check), so a caller without credentials gets 401 whatever it sends. It answers:
+A route takes its body as a parameter typed `Annotated[Model, Depends(body_of(Model))]`. The
+dependency runs after the router's own dependencies (the admin token check), so a caller
+without credentials gets 401 whatever it sends. (FastAPI's own body parameters would read the
+body before any dependency, and answer 422 for a wrong content type.) It answers:
 - 415 `UNSUPPORTED_MEDIA_TYPE` for a content type other than application/json;
 - 400 `BAD_REQUEST` for bytes that are not JSON, or JSON nested deeper than the parser goes;
 - 422 `VALIDATION_FAILED` for JSON of the wrong shape (wrong types, unknown or missing fields),

@@ -93,7 +93,7 @@ def _uid_default() -> str:
     return f"('{fixed}' || lpad(to_hex(nextval('{RAW_SEQ}')), 10, '0'))::uuid"
 
 
-def _cast(column: ColumnDef) -> str:
+def cell_cast(column: ColumnDef) -> str:
     return column_type(column.type).csv_cast(f's."{column.name}"')  # catalog names only
 
 
@@ -155,7 +155,7 @@ async def _move(conn: AsyncConnection, access: Access, columns: list[ColumnDef])
     names = [c.name for c in columns]
     defaults = [c for c in table.definition.columns if c.name not in names and c.default is not None]
     target = ", ".join(f'"{n}"' for n in ["uid", "org_uid", *names, *[c.name for c in defaults]])
-    source = ", ".join(["s.uid", ":org", *[_cast(c) for c in columns],
+    source = ", ".join(["s.uid", ":org", *[cell_cast(c) for c in columns],
                         *[f"CAST(:d{i} AS {PG_TYPES[c.type]})" for i, c in enumerate(defaults)]])
     params: dict[str, Any] = {"org": access.principal.org_uid}
     for i, column in enumerate(defaults):

@@ -25,6 +25,9 @@ MAX_JSON_DEPTH = 64
 MAX_DECIMAL_EXPONENT = 130_000
 TRUE_WORDS = ("true", "1", "yes", "t", "y")
 FALSE_WORDS = ("false", "0", "no", "f", "n")
+# Numbers as the fast CSV path lets PostgreSQL read them; anything else goes to the careful path.
+PLAIN_INTEGER = r"^\s*[+-]?[0-9]+\s*$"
+PLAIN_DECIMAL = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
 # An ISO 8601 / RFC 3339 timestamp that carries an offset, as the fast CSV path checks it in SQL.
 ISO_TIMESTAMP_WITH_OFFSET = r"^\s*\d{4}-\d{2}-\d{2}[Tt ].*([Zz]|[+-]\d{2}(:?\d{2})?)\s*$"
 
@@ -81,6 +84,11 @@ class Integer(ColumnType):
     def json_schema(self) -> dict[str, Any]:
         return {"type": "integer", "format": "int64"}
 
+    def csv_suspicious(self, ref: str) -> str:
+        # PostgreSQL 16 also reads `0x10`, `0o7`, `0b1` and `1_000`; Python's int() does not
+        # read all of them the same way, so the careful parser judges anything but digits.
+        return f"{ref} !~ '{PLAIN_INTEGER}'"
+
 
 class Numeric(ColumnType):
     """An exact decimal; travels as a JSON string (`"8760.00"`) so no digit is lost."""
@@ -110,7 +118,9 @@ class Numeric(ColumnType):
         return {"type": "string", "format": "decimal"}
 
     def csv_suspicious(self, ref: str) -> str:
-        return f"lower(trim({ref})) ~ '(nan|inf)'"
+        # Plain decimal notation only: PostgreSQL 16 also reads `0x10` and `1_000`, and every
+        # version reads NaN and infinities, which the careful parser refuses or must judge.
+        return f"{ref} !~ '{PLAIN_DECIMAL}'"
 
 
 class Boolean(ColumnType):
