@@ -24,6 +24,9 @@ class AppSettings(BaseModel):
     access_token_ttl: int = Field(default=900, ge=1, le=86_400 * 30, alias="accessTokenTtl")
     refresh_token_ttl: int = Field(default=2_592_000, ge=1, le=86_400 * 3650,
                                    alias="refreshTokenTtl")
+    # Browser origins allowed cross-origin (http/cors.py); "*" allows any.
+    allowed_origins: list[str] = Field(default_factory=list, max_length=100,
+                                       alias="allowedOrigins")
 
 
 def app_settings(raw: dict[str, Any]) -> AppSettings:
