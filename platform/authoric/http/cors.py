@@ -19,12 +19,13 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 ALLOW_HEADERS = "Authorization, Content-Type, Accept, Last-Event-ID"
 EXPOSE_HEADERS = "Retry-After, Content-Disposition"
 MAX_AGE = "600"
+METHODS = ("DELETE", "GET", "PATCH", "POST", "PUT")
 _APP_ROUTE = re.compile(r"^/(?P<app>[^/]+)/(?:auth/|autocrud/|subscribe$|openapi\.json$)")
 
 OriginsOf = Callable[[Scope, str], Awaitable[Sequence[str]]]
@@ -56,13 +57,16 @@ def preflight_headers(origin: str, methods: Sequence[str]) -> dict[str, str]:
             "Access-Control-Max-Age": MAX_AGE, "Vary": "Origin"}
 
 
-def route_methods(routes: Sequence[object], path: str) -> list[str]:
-    """The methods the routes serving `path` answer (HEAD aside), in a stable order."""
-    found: set[str] = set()
-    for route in routes:
-        if isinstance(route, Route) and route.methods and route.path_regex.match(path):
-            found |= route.methods
-    return sorted(found - {"HEAD"})
+def route_methods(routes: Sequence[BaseRoute], path: str) -> list[str]:
+    """The methods some route answers for `path`, asked of the router itself (so included
+    routers count too), in a stable order."""
+    found = []
+    for method in METHODS:
+        scope = {"type": "http", "path": path, "method": method, "root_path": "",
+                 "headers": [], "query_string": b""}
+        if any(route.matches(scope)[0] == Match.FULL for route in routes):
+            found.append(method)
+    return found
 
 
 class AppCors:
