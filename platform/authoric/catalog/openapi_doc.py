@@ -7,6 +7,7 @@ from typing import Any
 from authoric.catalog.model import ColumnDef
 from authoric.catalog.schema import CompiledTable, field_name
 from authoric.catalog.snapshot import AppSnapshot
+from authoric.realtime.openapi_paths import subscribe_paths, subscribe_schemas
 
 _JSON_TYPES: dict[str, dict[str, Any]] = {
     "text": {"type": "string"},
@@ -146,6 +147,10 @@ def app_openapi(snapshot: AppSnapshot) -> dict[str, Any]:
         schemas[f"{table.name}.update"] = input_schema(table, creating=False)
         schemas.update(_event_schemas(table.name))
         paths.update(_table_paths(snapshot.name, table))
+    # The multi-table stream's part lives beside the stream (realtime/openapi_paths.py).
+    if snapshot.tables:
+        paths.update(subscribe_paths(snapshot.name, list(snapshot.tables)))
+        schemas.update(subscribe_schemas(list(snapshot.tables)))
     return {
         "openapi": "3.1.0",
         "info": {"title": f"Authoric app {snapshot.name}", "version": str(snapshot.version)},
