@@ -70,7 +70,7 @@ class ValidationFailed(AuthoricError):
 
 
 class TooManyRequests(AuthoricError):
-    status, code = 429, "RATE_LIMITED"
+    status, code = 429, "TOO_MANY_REQUESTS"
 
 
 class ServiceUnavailable(AuthoricError):

@@ -44,5 +44,6 @@ def create_engine(settings: Settings, url: str) -> AsyncEngine:
         async_url(url),
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_pool_size,
+        hide_parameters=True,  # logged SQL errors must not carry row values (passwords, PII)
         connect_args={"server_settings": session_settings(settings)},
     )

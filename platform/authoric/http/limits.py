@@ -11,6 +11,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from authoric.errors import AuthoricError, BadRequest, PayloadTooLarge
+from authoric.http.errors import error_body
 from authoric.plan.runner import round_trips
 
 MAX_URL_BYTES = 8192  # path and query string together
@@ -108,7 +109,7 @@ async def _refuse(send: Send, limit: int) -> None:
 
 
 async def _send_error(send: Send, error: AuthoricError) -> None:
-    body = json.dumps(error.body()).encode()
+    body = json.dumps(error_body(error)).encode()
     headers: list[Any] = [(b"content-type", b"application/json"),
                           (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
     await send({"type": "http.response.start", "status": error.status, "headers": headers})
