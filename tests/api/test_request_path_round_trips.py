@@ -147,3 +147,28 @@ def test_a_column_added_through_another_process_is_writable_on_the_next_create(
                        json={"addColumns": [{"name": "note", "type": "text"}]}), 200)
     row = expect(clerk.post(world.rows("invoices"), json={"number": "C-2", "note": "new"}), 201)
     assert row["note"] == "new"
+
+
+def test_a_member_updating_and_deleting_a_row_costs_one_statement_each(
+        shop: tuple[AppWorld, str, Caller]) -> None:
+    world, _, clerk = shop
+    row = expect(clerk.post(world.rows("invoices"), json={"number": "U-1"}), 201)
+    url = f"{world.rows('invoices')}/{row['uid']}"
+    updated = clerk.patch(url, json={"status": "paid"})
+    assert expect(updated, 200)["status"] == "paid"
+    assert trips(updated) == 1
+    deleted = clerk.delete(url)
+    expect(deleted, 204)
+    assert trips(deleted) == 1
+    expect(clerk.get(url), 404, "NOT_FOUND")
+
+
+def test_an_update_the_row_policy_refuses_changes_nothing(
+        shop: tuple[AppWorld, str, Caller]) -> None:
+    world, _, clerk = shop
+    row = expect(clerk.post(world.rows("invoices"), json={"number": "U-2"}), 201)
+    url = f"{world.rows('invoices')}/{row['uid']}"
+    expect(clerk.patch(url, json={"status": "draft"}), 403, "FORBIDDEN")
+    assert expect(clerk.get(url), 200)["status"] == "received"
+    expect(clerk.patch(f"{world.rows('invoices')}/{world.orgs['North']}", json={"status": "x"}),
+           404, "NOT_FOUND")

@@ -170,22 +170,40 @@ class Plan:
                                               ).cte("logged")
 
     def write_one(self, uid: uuid.UUID, op: str, values: dict[str, Any] | None,
-                  read: Decision | None, actor: uuid.UUID | None) -> Any:
+                  read: Decision | None, actor: uuid.UUID | None,
+                  guard: Guard | None = None) -> Any:
         """UPDATE (values given) or DELETE of one planned row with its change-log row, in one
         statement. Returns the row, whether it still matches the writer's policy (`_allowed`)
-        and whether the writer may read it (`_readable`); for a delete, its old image."""
+        and whether the writer may read it (`_readable`); for a delete, its old image.
+
+        With a guard, the statement also checks the facts (and returns them), and an update
+        only happens when the row as updated still matches the writer's policy: no row back
+        (with the guard holding) is a miss for the caller to explain."""
         table = self.table.table
-        match = table.c.uid == literal(uid, table.c.uid.type)
+        match: ColumnElement[bool] = table.c.uid == literal(uid, table.c.uid.type)
+        facts = guard.cte() if guard is not None else None
+        if guard is not None:
+            match = and_(match, guard.holds(facts))
         if values is not None:
+            if guard is not None:
+                after: dict[Any, Any] = {table.c[k]: literal(v, table.c[k].type)
+                                         for k, v in values.items()}
+                after[table.c.updated_at] = func.clock_timestamp()
+                match = and_(match, _substituted(self.policy_holds(), after))
             dml = self.update(values, match).returning(
                 *table.c, self.policy_holds().label("_allowed"),
                 self.readable(read).label("_readable"))
             written = dml.cte("written")
-            return select(*written.c).add_cte(self._log(written, op, actor))
-        dml = self.delete(match).returning(table.c.uid, table.c.org_uid,
-                                           self.old_image().label("_old"))
-        written = dml.cte("written")
-        return select(*written.c).add_cte(self._log(written, op, actor, old=True))
+            log = self._log(written, op, actor)
+        else:
+            dml = self.delete(match).returning(table.c.uid, table.c.org_uid,
+                                               self.old_image().label("_old"))
+            written = dml.cte("written")
+            log = self._log(written, op, actor, old=True)
+        if facts is None:
+            return select(*written.c).add_cte(log)
+        return (select(*[facts.c[c] for c in FACT_COLUMNS], *written.c)
+                .select_from(facts.outerjoin(written, true())).add_cte(log))
 
     def update(self, values: dict[str, Any], extra: ColumnElement[bool] | None = None) -> Any:
         """UPDATE of the planned rows (and `extra`), stamping updated_at."""

@@ -2,9 +2,11 @@
 change-log entry in the same statement as the change (a data-modifying CTE), so a write and
 its log entry commit or roll back together.
 
-On the request path's pool a create is one statement in autocommit, guarded by the
-authentication facts (plan.guard). Updates and deletes run inside the caller's transaction,
-which rolls back a row that would leave the writer's row policy.
+On the request path's pool a create, an update or a delete of one row is one statement in
+autocommit, guarded by the authentication facts (plan.guard); an update only happens when the
+row as updated still matches the writer's policy. A miss (no such row, a policy that does not
+allow it) is then explained by the same write inside a transaction, which rolls back a row
+that would leave the writer's row policy and says 403 or 404.
 """
 
 from __future__ import annotations
@@ -25,12 +27,29 @@ from authoric.records.references import refuse_if_referenced, require_live_targe
 
 
 def needs_transaction(access: Access, action: str) -> bool:
-    """Whether a single-row write needs several statements in one transaction: updates and
-    deletes (a row leaving the policy rolls back), and references into soft-delete tables."""
-    if action != "create":
-        return True
+    """Whether a single-row write needs several statements in one transaction: references into
+    soft-delete tables (checked live first), and deletes on soft-delete tables (a referenced
+    row may not be soft-deleted)."""
+    if action == "delete":
+        return access.table.soft_delete
     return any(c.type == "reference" and access.snapshot.table(str(c.references)).soft_delete
                for c in access.table.definition.columns)
+
+
+async def write_at_once(ex: Executor, access: Access, uid: uuid.UUID,
+                        values: dict[str, Any] | None) -> tuple[bool, dict[str, Any] | None]:
+    """Update (values given) or delete one row in one guarded statement: (done, the row as the
+    writer may read it). Not done means a miss, to be explained in a transaction."""
+    principal = access.principal
+    read = reader(access.snapshot, principal, access.table) if values is not None else None
+    op = UPDATE if values is not None else DELETE
+    rows = await ex.fetch(Plan(access).write_one(uid, op, values, read, principal.user_uid,
+                                                 ex.guard))
+    if ex.guard is not None:
+        rows = ex.guard.check(rows)
+    if not rows:
+        return False, None
+    return True, (_as_writer(access, read, rows[0]) if values is not None else None)
 
 
 async def create_row(ex: Executor, access: Access, values: dict[str, Any]) -> dict[str, Any]:
