@@ -111,6 +111,11 @@ class Services:
             principal = Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
                                   facts.roles or (), claims.expires_at)
             expected = Facts(snapshot.version, facts.app_name, facts.roles, facts.email)
+            if expected != facts:
+                # The snapshot is newer than the cached version: plan for it, and keep it, so
+                # the next request does not load the snapshot again (the guard checks it).
+                facts = expected
+                self.facts.put(key, facts)
             guard = Guard(claims.app_uid, claims.user_uid, claims.org_uid, expected)
             ex = PoolExecutor(self.pool, self.statements, (claims.app_uid, snapshot.version), guard)
             try:
