@@ -83,6 +83,8 @@ def running_server(work: Path, db: Database, env: dict[str, str] | None = None,
     full_env = {**os.environ, "DATABASE_URL": db.url, "AUTHORIC_DATA_DIR": str(data),
                 "AUTHORIC_ADMIN_TOKEN": token, "AUTHORIC_TOKEN_RATE_LIMIT": "1000000",
                 "AUTHORIC_LOGIN_ACCOUNT_LIMIT": "1000000",
+                # bench users hold many streams each (tokens are shared by subscribers)
+                "AUTHORIC_SSE_MAX_STREAMS_PER_USER": "1000000",
                 "AUTHORIC_JWT_SECRET": jwt_secret, **(env or {})}
     log_path = work / f"{name}.log"
     cmd = argv or [sys.executable, "-m", "authoric.cli", "serve"]

@@ -15,6 +15,7 @@ from authoric.catalog.snapshot import AppSnapshot
 from authoric.catalog.types import column_type
 from authoric.policy.enforcer import granting_roles
 from authoric.policy.principal import Principal
+from authoric.realtime.openapi_paths import subscribe_paths, subscribe_schemas
 
 READ_ACTIONS = ("read_list", "read")
 
@@ -155,12 +156,18 @@ def app_openapi(snapshot: AppSnapshot,
             "code": {"type": "string"}, "message": {"type": "string"},
             "details": {"type": "object"}}}}}}
     paths: dict[str, Any] = {}
-    for table in snapshot.tables.values() if tables is None else tables:
+    shown = list(snapshot.tables.values() if tables is None else tables)
+    for table in shown:
         schemas[table.name] = row_schema(table)
         schemas[f"{table.name}.create"] = input_schema(table, creating=True)
         schemas[f"{table.name}.update"] = input_schema(table, creating=False)
         schemas.update(_event_schemas(table.name))
         paths.update(_table_paths(snapshot.name, table))
+    # The multi-table stream's part lives beside the stream (realtime/openapi_paths.py).
+    # Only the tables shown: a member's document names no table it may not read.
+    if shown:
+        paths.update(subscribe_paths(snapshot.name, [t.name for t in shown]))
+        schemas.update(subscribe_schemas([t.name for t in shown]))
     return {
         "openapi": "3.1.0",
         "info": {"title": f"Authoric app {snapshot.name}", "version": str(snapshot.version)},
