@@ -67,9 +67,11 @@ class Observe:
                 message["headers"] = [*message.get("headers", ()), header]
             await send(message)
 
+        self.metrics.in_flight.inc()
         try:
             await self.app(scope, receive, send_with_id)
         finally:
+            self.metrics.in_flight.dec()
             seconds = time.perf_counter() - started
             route = route_label(scope)
             method = scope["method"] if scope["method"] in METHODS else "OTHER"

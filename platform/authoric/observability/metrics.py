@@ -1,7 +1,8 @@
 """Prometheus metrics (`GET /metrics`): what is counted, and how it is rendered.
 
 Counted as things happen, in this process (cheap: an increment each):
-- HTTP requests by route template, method and status, with their latency (one histogram);
+- HTTP requests by route template, method and status, with their latency (one histogram),
+  and requests in flight;
 - database pool connections in use and callers waiting (pool checkout/checkin events);
 - open SSE streams, frames sent by type, streams closed by reason (`overflow`: dropped for a
   slow reader), through `metered_frames` around each stream;
@@ -62,6 +63,9 @@ class Metrics:
             "authoric_http_request_duration_seconds",
             "HTTP requests by route template, method and status, and how long they took",
             ["route", "method", "status"], buckets=LATENCY_BUCKETS, registry=r)
+        self.in_flight = Gauge("authoric_http_requests_in_flight",
+                               "requests begun and not yet answered in full",
+                               multiprocess_mode="livesum", registry=r)
         self.pool_in_use = Gauge("authoric_db_pool_in_use", "pooled connections checked out",
                                  multiprocess_mode="livesum", registry=r)
         self.pool_waiting = Gauge("authoric_db_pool_waiting",
