@@ -412,3 +412,21 @@ def test_operator_stopping_serve_with_sigterm_also_stops_the_embedded_postgresql
         assert not _alive(postmaster), "the embedded PostgreSQL kept running after serve exited"
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def test_operator_with_json_logs_finds_a_clients_request_id_on_that_requests_log_line(
+        database_url: str, tmp_path: Path) -> None:
+    served = serve(bare_env(DATABASE_URL=database_url, AUTHORIC_DATA_DIR=str(tmp_path / "data"),
+                            AUTHORIC_LOG_FORMAT="json"), tmp_path / "serve.out", "--workers", "1")
+    try:
+        answer = httpx.get(f"{served.url}/admin/apps/some-app", timeout=30,
+                           headers={"X-Request-ID": "support-ticket-4711"})
+        assert answer.json()["error"]["details"]["requestId"] == "support-ticket-4711"
+    finally:
+        assert served.stop() == 0
+    logged = served.text().split("\n", 3)[3]  # after the three announcement lines
+    lines = [json.loads(line) for line in logged.splitlines() if line.strip()]
+    assert lines, served.text()
+    mine = [line for line in lines if line.get("requestId") == "support-ticket-4711"]
+    assert [(m["route"], m["status"]) for m in mine] == [("/admin/apps/{app}", 401)]
+    assert "some-app" not in mine[0]["route"]
