@@ -81,11 +81,16 @@ class Metrics:
             ["reason"], registry=r)
         self.throttled = Counter("authoric_login_throttled",
                                  "token and refresh requests refused with 429", registry=r)
+        self._children: dict[tuple[str, str, int], Any] = {}
 
     # --- counted as things happen ---------------------------------------------------------
 
     def request(self, route: str, method: str, status: int, seconds: float) -> None:
-        self.requests.labels(route, method, str(status)).observe(seconds)
+        key = (route, method, status)
+        child = self._children.get(key)
+        if child is None:  # `labels()` costs a few microseconds; the set of keys is bounded
+            child = self._children[key] = self.requests.labels(route, method, str(status))
+        child.observe(seconds)
         if status == 429 and route in THROTTLED_ROUTES:
             self.throttled.inc()
 
