@@ -18,6 +18,30 @@ from pathlib import Path
 
 from authoric.settings import Settings
 
+# Below these a secret can be guessed offline (a JWT's HMAC key) or online (the admin token).
+MIN_JWT_SECRET_BYTES = 32
+MIN_ADMIN_TOKEN_CHARS = 24
+
+
+class WeakSecret(SystemExit):
+    """A configured secret is too short: the server refuses to start (exit status 1)."""
+
+
+def refuse_weak_secrets(settings: Settings) -> None:
+    """Exit with a clear message when a secret given in the environment is too short.
+
+    Generated secrets are 43 characters; this catches `AUTHORIC_JWT_SECRET=changeme`."""
+    jwt = settings.jwt_secret
+    if jwt is not None and len(jwt.encode()) < MIN_JWT_SECRET_BYTES:
+        raise WeakSecret(f"authoric: AUTHORIC_JWT_SECRET is {len(jwt.encode())} bytes long; it "
+                         f"must be at least {MIN_JWT_SECRET_BYTES} bytes (e.g. the output of "
+                         "`openssl rand -base64 48`). Refusing to start.")
+    admin = settings.admin_token
+    if admin is not None and len(admin) < MIN_ADMIN_TOKEN_CHARS:
+        raise WeakSecret(f"authoric: AUTHORIC_ADMIN_TOKEN is {len(admin)} characters long; it "
+                         f"must be at least {MIN_ADMIN_TOKEN_CHARS} characters. "
+                         "Refusing to start.")
+
 
 @dataclass(frozen=True)
 class Secret:
@@ -49,12 +73,14 @@ def _kept(path: Path) -> Secret:
 
 
 def jwt_secret_source(settings: Settings) -> Secret:
+    refuse_weak_secrets(settings)
     if settings.jwt_secret:
         return Secret(settings.jwt_secret, False, None)
     return _kept(settings.secret_file("jwt_secret"))
 
 
 def admin_token_source(settings: Settings) -> Secret:
+    refuse_weak_secrets(settings)
     if settings.admin_token:
         return Secret(settings.admin_token, False, None)
     return _kept(settings.secret_file("admin_token"))
