@@ -22,7 +22,7 @@ import secrets
 import tempfile
 import time
 from collections.abc import AsyncIterator
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 import asyncpg
 from sqlalchemy import text
@@ -43,6 +43,9 @@ PG_TYPES = {"text": "text", "integer": "bigint", "numeric": "numeric", "boolean"
             "timestamp": "timestamptz", "date": "date", "uuid": "uuid", "json": "jsonb",
             "reference": "uuid"}
 SPOOL_CHUNK = 1 << 20
+# Read back in pieces the size the network delivers: the careful parser's transient memory
+# grows with the piece (a 1 MiB piece of short lines is tens of thousands of strings).
+SPOOL_READ = 1 << 16
 TRUE_WORDS = ("true", "1", "yes", "t", "y")
 FALSE_WORDS = ("false", "0", "no", "f", "n")
 ISO_TIMESTAMP_WITH_OFFSET = r"^\s*\d{4}-\d{2}-\d{2}[Tt ].*([Zz]|[+-]\d{2}(:?\d{2})?)\s*$"
@@ -54,21 +57,27 @@ class NeedsDiagnosis(Exception):
 
 
 class Spool:
-    """The request body as it streamed by, on disk, so it can be read a second time."""
+    """The request body as it streamed by, kept (in memory up to 1 MiB, then on disk) so it
+    can be read a second time. A `complete` spool already holds the whole body: writes to
+    it are no-ops, and its own `chunks()` feed the importer."""
 
-    def __init__(self) -> None:
-        self.file: BinaryIO = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+    def __init__(self, complete: bool = False) -> None:
+        self.file: IO[bytes] = tempfile.SpooledTemporaryFile(SPOOL_CHUNK)  # noqa: SIM115 - closed by close()
+        self.complete = complete
 
     def write(self, chunk: bytes) -> None:
-        self.file.write(chunk)
+        if not self.complete:
+            self.file.write(chunk)
 
     async def drain(self, chunks: AsyncIterator[bytes]) -> None:
+        if self.complete:
+            return
         async for chunk in chunks:
             self.file.write(chunk)
 
     async def chunks(self) -> AsyncIterator[bytes]:
         self.file.seek(0)
-        while chunk := self.file.read(SPOOL_CHUNK):
+        while chunk := self.file.read(SPOOL_READ):
             yield chunk
 
     def close(self) -> None:
