@@ -12,6 +12,7 @@ from uuid6 import uuid7
 
 from authoric import clock
 from authoric.auth import tokens
+from authoric.auth.credentials import Login, RefreshToken
 from authoric.auth.passwords import verify_password
 from authoric.catalog.apps import app_settings
 from authoric.db import tables as t
@@ -20,15 +21,8 @@ from authoric.errors import Unauthenticated, ValidationFailed
 BAD_LOGIN = "wrong email or password"
 
 
-async def login(conn: AsyncConnection, secret: str, app: Any, body: Any) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise ValidationFailed("a JSON object with email and password is expected")
-    email, password, org = body.get("email"), body.get("password"), body.get("org")
-    if not isinstance(email, str) or not isinstance(password, str):
-        raise ValidationFailed("`email` and `password` are required strings",
-                               {"fields": ["email", "password"]})
-    if org is not None and not isinstance(org, str):
-        raise ValidationFailed("`org` is an org uid", {"field": "org"})
+async def login(conn: AsyncConnection, secret: str, app: Any, body: Login) -> dict[str, Any]:
+    email, password, org = body.email, body.password, body.org
     user = (await conn.execute(select(t.users).where(
         t.users.c.app_uid == app["uid"], t.users.c.email == email.strip().lower()))).first()
     if not await verify_password(user.password_hash if user else None, password) or user is None:
@@ -76,12 +70,9 @@ async def _issue(conn: AsyncConnection, secret: str, app: Any, user_uid: uuid.UU
     }
 
 
-def _refresh_claims(secret: str, app: Any, body: Any) -> tokens.Claims:
-    raw = body.get("refresh_token") if isinstance(body, dict) else None
-    if not isinstance(raw, str):
-        raise ValidationFailed("`refresh_token` is required", {"field": "refresh_token"})
+def _refresh_claims(secret: str, app: Any, body: RefreshToken) -> tokens.Claims:
     try:
-        claims = tokens.decode(secret, raw, tokens.REFRESH)
+        claims = tokens.decode(secret, body.refresh_token, tokens.REFRESH)
     except Unauthenticated:
         raise
     except Exception as exc:  # an expired refresh token is simply not valid any more
@@ -91,7 +82,8 @@ def _refresh_claims(secret: str, app: Any, body: Any) -> tokens.Claims:
     return claims
 
 
-async def refresh(conn: AsyncConnection, secret: str, app: Any, body: Any) -> dict[str, Any]:
+async def refresh(conn: AsyncConnection, secret: str, app: Any,
+                  body: RefreshToken) -> dict[str, Any]:
     claims = _refresh_claims(secret, app, body)
     row = (await conn.execute(select(t.refresh_tokens).where(
         t.refresh_tokens.c.jti == claims.jti).with_for_update())).first()
@@ -112,7 +104,7 @@ async def refresh(conn: AsyncConnection, secret: str, app: Any, body: Any) -> di
     return await _issue(conn, secret, app, row.user_uid, row.org_uid, row.family)
 
 
-async def logout(conn: AsyncConnection, secret: str, app: Any, body: Any) -> None:
+async def logout(conn: AsyncConnection, secret: str, app: Any, body: RefreshToken) -> None:
     claims = _refresh_claims(secret, app, body)
     row = (await conn.execute(select(t.refresh_tokens.c.family).where(
         t.refresh_tokens.c.jti == claims.jti))).first()
