@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-ADMIN_TOKEN = "test-admin-token"
+ADMIN_TOKEN = "test-admin-token-0123456789"  # 24+ characters: the server refuses shorter
 
 
 def free_port() -> int:
@@ -43,14 +43,17 @@ class ServerProcess:
         return self.log_path.read_text(errors="replace")
 
 
-def start_server(database_url: str, data_dir: Path, **extra_env: str) -> ServerProcess:
-    port = free_port()
+def start_server(database_url: str, data_dir: Path, port: int | None = None,
+                 **extra_env: str) -> ServerProcess:
+    port = port or free_port()  # a restart on the same port keeps clients' URLs working
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
         "AUTHORIC_DATA_DIR": str(data_dir),
         "AUTHORIC_ADMIN_TOKEN": ADMIN_TOKEN,
         "AUTHORIC_TOKEN_RATE_LIMIT": "1000",
+        "AUTHORIC_WORKERS": "1",  # one process unless a test asks for more: per-process state
+        "AUTHORIC_LOGIN_ACCOUNT_LIMIT": "1000",
         **extra_env,
     }
     log_path = data_dir / f"server-{port}.log"
