@@ -9,7 +9,6 @@ check order. Routes hold no SQL and no policy.
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -28,8 +27,7 @@ from authoric.records import bulk, csv_export, csv_import, reads, writes
 from authoric.records.values import bulk_set_values, column_values
 
 router = APIRouter(tags=["autocrud"])
-RESERVED_PARAMS = {"order", "limit", "after", "filter", "lastEventId"}
-SPOOL_IN_MEMORY = 8 * 1024 * 1024  # import bodies past this wait on disk, not in memory
+RESERVED_PARAMS = frozenset({"order", "limit", "after", "filter", "lastEventId"})
 
 
 @asynccontextmanager
@@ -41,9 +39,9 @@ async def governed(request: Request, app: str, table: str,
         yield ex, access
 
 
-def list_filter(request: Request) -> Node:
+def list_filter(request: Request, reserved: frozenset[str] = RESERVED_PARAMS) -> Node:
     """The filter tree of a list or bulk request: query-string terms AND `?filter=` JSON."""
-    params = [(k, v) for k, v in request.query_params.multi_items() if k not in RESERVED_PARAMS]
+    params = [(k, v) for k, v in request.query_params.multi_items() if k not in reserved]
     terms = [query_string_filter(params)] if params else []
     raw = request.query_params.get("filter")
     if raw is not None:
@@ -109,24 +107,19 @@ async def bulk_delete(request: Request, app: str, table: str) -> Response:
 
 @router.post("/{app}/autocrud/{table}/import", status_code=201)
 async def import_rows(request: Request, app: str, table: str) -> Response:
-    # The whole file is received before a connection is taken: a slow uploader holds a
-    # temporary file, never a pooled connection.
-    with tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY) as spool:
-        async for chunk in request.stream():
-            spool.write(chunk)
-        spool.seek(0)
+    # The caller is admitted before the body is read (a stranger cannot make us store a
+    # gigabyte), the body is spooled with no connection held (a slow sender holds no pooled
+    # connection), and the import transaction admits the caller again (roles may change).
+    async with governed(request, app, table, "create"):
+        content_type = request.headers.get("content-type", "")
+        if content_type.split(";")[0].strip().lower() != "text/csv":
+            raise UnsupportedMediaType("send the file as text/csv", {"contentType": content_type})
+    spool = await csv_import.spool_body(request.stream())
+    try:
         async with governed(request, app, table, "create") as (ex, access):
-            content_type = request.headers.get("content-type", "")
-            if content_type.split(";")[0].strip().lower() != "text/csv":
-                raise UnsupportedMediaType("send the file as text/csv",
-                                           {"contentType": content_type})
-            inserted = await csv_import.import_csv(ex.conn, access, _chunks(spool))
-            return answer({"inserted": inserted}, 201)
-
-
-async def _chunks(spool: Any, size: int = 1 << 16) -> AsyncIterator[bytes]:
-    while chunk := spool.read(size):
-        yield chunk
+            return answer({"inserted": await csv_import.import_csv(ex.conn, access, spool)}, 201)
+    finally:
+        spool.close()
 
 
 @router.get("/{app}/autocrud/{table}/{uid}")

@@ -109,7 +109,8 @@ class Services:
                 verified = True
             snapshot = await self.snapshot_at(claims.app_uid, facts.version)
             principal = Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
-                                  facts.roles or (), claims.expires_at)
+                                  facts.roles or (), claims.expires_at,
+                                  read_only=claims.read_only)
             expected = Facts(snapshot.version, facts.app_name, facts.roles, facts.email)
             if expected != facts:
                 # The snapshot is newer than the cached version: plan for it, and keep it, so
@@ -158,7 +159,8 @@ class Services:
             facts = await load_facts(conn, claims, app_ref)
             snapshot = await self.snapshot(conn, claims.app_uid, facts.version)
             principal = Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
-                                  facts.roles or (), claims.expires_at)
+                                  facts.roles or (), claims.expires_at,
+                                  read_only=claims.read_only)
             yield ConnectionExecutor(conn), admit(snapshot, principal, table, action)
 
 

@@ -20,7 +20,7 @@ from authoric.policy.roles import RoleDef
 
 OPERATION_OF = {"read_list": "list", "read": "read", "create": "create", "update": "update",
                 "delete": "delete"}
-WRITES = frozenset({"create", "update", "delete"})
+READ_ACTIONS = frozenset({"read_list", "read"})
 
 
 @dataclass(frozen=True)
@@ -44,12 +44,15 @@ def admit(snapshot: AppSnapshot, principal: Principal, table_name: str, action: 
     if not principal.acting_as_app and not operation_enabled(table, action):
         raise TableLocked(f"{OPERATION_OF[action]} is switched off on {table_name!r}",
                           {"table": table_name, "operation": OPERATION_OF[action]})
+    if principal.read_only and action not in READ_ACTIONS:
+        # An impersonation token is refused at the permission step, whatever the roles say.
+        raise Forbidden("an impersonation token is read-only",
+                        {"permission": f"{table_name}:{action}",
+                         "reason": "impersonation_read_only"})
     decision = decide(snapshot, principal, table, action)
     if not decision.allowed:
         raise Forbidden(f"missing permission {table_name}:{action}",
                         {"permission": f"{table_name}:{action}"})
-    if principal.read_only and action in WRITES:
-        raise Forbidden("this token may only read", {"reason": "impersonation_read_only"})
     return Access(snapshot, principal, table, decision)
 
 
