@@ -87,7 +87,9 @@ def _side(snapshot: AppSnapshot, principal: Principal, table: CompiledTable) -> 
 def with_draft(snapshot: AppSnapshot, role: str, draft: RoleDef) -> AppSnapshot:
     """A copy of the snapshot in which `draft` replaces (or adds) the role `role`."""
     roles = {**snapshot.roles, role: draft}
-    return dataclasses.replace(snapshot, roles=roles, enforcer=build_enforcer(roles))
+    # A cache of its own: the saved snapshot's decisions were made with the saved role.
+    return dataclasses.replace(snapshot, roles=roles, enforcer=build_enforcer(roles),
+                               decisions={})
 
 
 async def _member(conn: AsyncConnection, snapshot: AppSnapshot, role: str,
