@@ -15,7 +15,8 @@ from authoric.catalog.snapshot import SnapshotCache
 from authoric.changes.sequencer import Sequencer
 from authoric.db.embedded import embedded_database_url
 from authoric.db.engine import create_engine, libpq_url
-from authoric.http import admin, autocrud, health, metrics, openapi, sessions, subscribe
+from authoric.http import admin, autocrud, console, health, metrics, openapi, sessions, subscribe
+from authoric.http.admin_audit import AdminAudit
 from authoric.http.context import Services
 from authoric.http.cors import AppCors, app_origins
 from authoric.http.errors import install_error_handlers
@@ -71,12 +72,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes,
                        import_limit=settings.max_import_bytes)
+    app.add_middleware(AdminAudit)
     app.add_middleware(Observe, metrics=counted)
     app.add_middleware(AppCors, origins_of=app_origins)  # outermost: 413s get CORS headers too
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(subscribe.router)  # before admin: `.../rows/subscribe` is not a row uid
     app.include_router(admin.router)
+    app.include_router(console.router)
     app.include_router(openapi.router)
     app.include_router(sessions.router)
     app.include_router(autocrud.router)
