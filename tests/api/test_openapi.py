@@ -126,6 +126,8 @@ def test_a_member_who_may_read_one_table_sees_only_that_table(
     doc = _doc(member, world)
     assert _tables(doc) == {"invoices"}
     assert {p.split("/")[3] for p in doc["paths"] if "/autocrud/" in p} == {"invoices"}
+    multi = doc["paths"][f"/{world.name}/subscribe"]["get"]["parameters"][0]  # section 5b
+    assert multi["schema"]["items"]["enum"] == ["invoices"]
     assert "vendors" not in json.dumps(doc)  # nor in the multi-table stream's `tables`
 
 

@@ -87,8 +87,11 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    """Chromium for one test module. Not for the session: while Playwright's sync API is
+    active it holds an event loop in the main thread, and later tests that run their own
+    (asyncio.run, run_until_complete) would fail."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
