@@ -183,3 +183,12 @@ def test_the_table_schema_lists_the_registrys_column_types() -> None:
     assert column["properties"]["type"]["enum"] == [
         "text", "integer", "numeric", "boolean", "timestamp", "date", "uuid", "json", "reference"]
     assert column["properties"]["name"]["pattern"] == "^[a-z][a-z0-9_]{0,62}$"
+
+
+def test_a_body_nested_past_the_cap_of_every_json_body_is_422_too_deep() -> None:
+    policy: Any = {"title": "x"}
+    for _ in range(40):
+        policy = {"not": policy}
+    with pytest.raises(ValidationFailed) as caught:
+        _parse(RoleDef, {"permissions": [], "rowPolicies": {"later": policy}})
+    assert caught.value.details["reason"] == "too_deep"

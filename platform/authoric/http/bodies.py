@@ -16,6 +16,7 @@ responses, in the platform's `/openapi.json`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -23,7 +24,8 @@ from fastapi import Request
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from authoric.errors import BadRequest, UnsupportedMediaType, invalid_body
+from authoric.errors import BadRequest, UnsupportedMediaType, ValidationFailed, invalid_body
+from authoric.http.context import MAX_JSON_DEPTH, json_depth
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -37,14 +39,21 @@ def require_json(request: Request) -> None:
 
 
 def parse_body(raw: bytes, model: type[M]) -> M:
-    """`raw` as a `model`: 400 when it is not JSON, 422 when it does not fit."""
+    """`raw` as a `model`: 400 when it is not JSON, 422 when it does not fit or nests deeper
+    than every JSON body may (MAX_JSON_DEPTH, as on the row routes)."""
     try:
-        return model.model_validate_json(raw, strict=True)
+        parsed = model.model_validate_json(raw, strict=True)
     except ValidationError as exc:
         if any(error["type"] == "json_invalid" for error in exc.errors()):
             raise BadRequest("the body is not valid JSON",
                              {"reason": exc.errors()[0]["msg"]}) from exc
         raise invalid_body(exc) from exc
+    # Free-form parts (row policies, column defaults) could otherwise nest past the cap. The
+    # parser above stops at 200 levels, so this second look cannot overflow.
+    if json_depth(json.loads(raw)) > MAX_JSON_DEPTH:
+        raise ValidationFailed(f"the body is nested deeper than {MAX_JSON_DEPTH} levels",
+                               {"limit": MAX_JSON_DEPTH, "reason": "too_deep"})
+    return parsed
 
 
 def body_of(model: type[M]) -> Callable[[Request], Awaitable[M]]:
