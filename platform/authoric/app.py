@@ -14,7 +14,8 @@ from authoric.catalog.snapshot import SnapshotCache
 from authoric.changes.sequencer import Sequencer
 from authoric.db.embedded import embedded_database_url
 from authoric.db.engine import create_engine, libpq_url
-from authoric.http import admin, autocrud, console_static, openapi, sessions, subscribe
+from authoric.http import admin, autocrud, console, console_static, openapi, sessions, subscribe
+from authoric.http.admin_audit import AdminAudit
 from authoric.http.context import Services
 from authoric.http.errors import install_error_handlers
 from authoric.http.limits import BodyLimit
@@ -59,7 +60,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes,
                        import_limit=settings.max_import_bytes)
+    app.add_middleware(AdminAudit)
     app.include_router(admin.router)
+    app.include_router(console.router)
     app.include_router(console_static.router)
     app.include_router(openapi.router)
     app.include_router(sessions.router)

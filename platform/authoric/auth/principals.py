@@ -58,5 +58,5 @@ async def authenticate(conn: AsyncConnection, secret: str, header: str | None,
     if row["roles"] is None:
         raise Unauthenticated("membership revoked")
     principal = Principal(row["uid"], claims.user_uid, claims.org_uid, row["email"],
-                          tuple(row["roles"]), claims.expires_at)
+                          tuple(row["roles"]), claims.expires_at, read_only=claims.read_only)
     return Authenticated(principal, row, row["version"])

@@ -29,6 +29,7 @@ class Claims:
     jti: uuid.UUID
     expires_at: float
     token_type: str
+    read_only: bool = False  # an impersonation ("view as") token: reads only, never refreshed
 
 
 def encode(secret: str, claims: Claims) -> str:
@@ -38,6 +39,8 @@ def encode(secret: str, claims: Claims) -> str:
         "org": str(claims.org_uid), "typ": claims.token_type, "jti": str(claims.jti),
         "iat": now, "exp": int(claims.expires_at),
     }
+    if claims.read_only:
+        payload["ro"] = True
     return jwt.encode(payload, secret, algorithm=ALGORITHM)
 
 
@@ -73,7 +76,10 @@ def _claims(payload: dict[str, Any], token_type: str) -> Claims:
         # NumericDate claims are JSON numbers; PyJWT alone would take `"exp": "9999999999"`.
         if not all(type(payload[k]) in (int, float) for k in ("exp", "iat")):
             raise ValueError("dates")
+        if type(payload.get("ro", False)) is not bool:
+            raise ValueError("ro")
         return Claims(uuid.UUID(aud[4:]), uuid.UUID(payload["sub"]), uuid.UUID(payload["org"]),
-                      uuid.UUID(payload["jti"]), float(payload["exp"]), token_type)
+                      uuid.UUID(payload["jti"]), float(payload["exp"]), token_type,
+                      payload.get("ro", False))
     except (ValueError, TypeError) as exc:
         raise Unauthenticated("token claims are malformed") from exc

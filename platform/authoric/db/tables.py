@@ -131,3 +131,16 @@ log_horizon = Table(
     Column("id", BigInteger, primary_key=True),
     Column("pos", BigInteger, nullable=False),
 )
+
+# The admin audit log (console/audit.py): one row per admin change, row write or impersonation.
+# No foreign key to `apps`: deleting an app must not fail on, or silently erase, its history.
+audit_log = Table(
+    "audit_log", metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("app_uid", UUID(as_uuid=True), nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("action", Text, nullable=False),
+    Column("target", Text, nullable=False),
+    Column("details", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Index("audit_log_app_id", "app_uid", "id"),
+)

@@ -23,7 +23,7 @@ from authoric.records import bulk, csv_export, csv_import, reads, writes
 from authoric.records.gate import Access, admit
 
 router = APIRouter(tags=["autocrud"])
-RESERVED_PARAMS = {"order", "limit", "after", "filter", "lastEventId"}
+RESERVED_PARAMS = frozenset({"order", "limit", "after", "filter", "lastEventId"})
 
 
 @asynccontextmanager
@@ -37,9 +37,9 @@ async def governed(request: Request, app: str, table: str,
         yield conn, admit(snapshot, auth.principal, table, action)
 
 
-def list_filter(request: Request) -> dict[str, Any]:
+def list_filter(request: Request, reserved: frozenset[str] = RESERVED_PARAMS) -> dict[str, Any]:
     """The filter of a list or bulk request: query-string terms AND `?filter=` JSON."""
-    params = [(k, v) for k, v in request.query_params.multi_items() if k not in RESERVED_PARAMS]
+    params = [(k, v) for k, v in request.query_params.multi_items() if k not in reserved]
     terms = [query_string_filter(params)] if params else []
     raw = request.query_params.get("filter")
     if raw is not None:

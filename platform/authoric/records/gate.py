@@ -11,6 +11,7 @@ from authoric.errors import Forbidden, TableLocked
 from authoric.policy.decision import Decision, decide
 from authoric.policy.principal import Principal
 
+READ_ACTIONS = frozenset({"read_list", "read"})
 OPERATION_OF = {"read_list": "list", "read": "read", "create": "create", "update": "update",
                 "delete": "delete"}
 
@@ -35,6 +36,11 @@ def admit(snapshot: AppSnapshot, principal: Principal, table_name: str, action: 
     if not principal.acting_as_app and not operation_enabled(table, action):
         raise TableLocked(f"{OPERATION_OF[action]} is switched off on {table_name!r}",
                           {"table": table_name, "operation": OPERATION_OF[action]})
+    if principal.read_only and action not in READ_ACTIONS:
+        # An impersonation token is refused at the permission step, whatever the roles say.
+        raise Forbidden("an impersonation token is read-only",
+                        {"permission": f"{table_name}:{action}",
+                         "reason": "impersonation_read_only"})
     decision = decide(snapshot, principal, table, action)
     if not decision.allowed:
         raise Forbidden(f"missing permission {table_name}:{action}",

@@ -163,7 +163,7 @@ async def put_role(conn: AsyncConnection, app_ref: str, name: str, body: Any) ->
         role = check_role(RoleDef.model_validate(body))
     except ValidationError as exc:
         raise invalid_body(exc, "invalid role") from exc
-    _check_against_tables(role, await load_snapshot(conn, app["uid"]))
+    check_against_tables(role, await load_snapshot(conn, app["uid"]))
     values = {"permissions": role.permissions, "row_policies": role.row_policies,
               "redact": role.redact}
     stmt = insert(t.roles).values(app_uid=app["uid"], name=name, **values)
@@ -178,7 +178,7 @@ _ANY_PRINCIPAL = {"uid": uuid.UUID(int=1), "email": "principal@example.invalid",
                   "org": uuid.UUID(int=2)}
 
 
-def _check_against_tables(role: RoleDef, snapshot: AppSnapshot) -> None:
+def check_against_tables(role: RoleDef, snapshot: AppSnapshot) -> None:
     """Row policies compile against their tables and redaction names their columns, for the
     tables that exist now. (A later table change that breaks a policy makes it fail closed.)"""
     for table_name, policy in role.row_policies.items():

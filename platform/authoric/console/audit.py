@@ -1,0 +1,77 @@
+"""The admin audit log: what an operator changed in an app, when, and on what.
+
+Entries are written by the console services in the transaction of the change they describe
+(row writes, impersonations) and by the admin edge (`http.admin_audit`) for the section 2
+routes. `details` never holds a password, a token or a row's values: `sanitized` drops any
+key that names a secret, whatever the caller passed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import and_, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from authoric.catalog.types import rfc3339
+from authoric.db import tables as t
+from authoric.errors import BadRequest
+
+DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
+# Keys whose values are secrets (or hashes of them), wherever they appear in `details`.
+SECRET_KEYS = ("password", "token", "secret", "hash", "authorization")
+
+
+def sanitized(value: Any) -> Any:
+    """`value` with every key naming a secret removed, at any depth."""
+    if isinstance(value, dict):
+        return {k: sanitized(v) for k, v in value.items()
+                if not any(s in str(k).lower() for s in SECRET_KEYS)}
+    if isinstance(value, list):
+        return [sanitized(v) for v in value]
+    return value
+
+
+async def record(conn: AsyncConnection, app_uid: uuid.UUID, action: str, target: str,
+                 details: dict[str, Any] | None = None) -> None:
+    """Append one entry; it commits or rolls back with the caller's transaction."""
+    await conn.execute(t.audit_log.insert().values(
+        app_uid=app_uid, action=action, target=target, details=sanitized(details or {})))
+
+
+def _limit(raw: str | None) -> int:
+    if raw is None:
+        return DEFAULT_LIMIT
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise BadRequest(f"limit must be an integer from 1 to {MAX_LIMIT}", {"limit": raw})
+    return int(raw)
+
+
+def _after(raw: str | None) -> int | None:
+    """The cursor is the id of the last entry of the previous page."""
+    if raw is None:
+        return None
+    if not raw.isdigit() or len(raw) > 19:
+        raise BadRequest("bad cursor", {"after": raw})
+    return int(raw)
+
+
+async def list_entries(conn: AsyncConnection, app_uid: uuid.UUID, limit: str | None,
+                       after: str | None) -> dict[str, Any]:
+    """A page of the app's entries, newest first, and the cursor of the next page."""
+    size, before = _limit(limit), _after(after)
+    log = t.audit_log
+    where = [log.c.app_uid == app_uid]
+    if before is not None:
+        where.append(log.c.id < before)
+    rows = (await conn.execute(select(log).where(and_(*where)).order_by(log.c.id.desc())
+                               .limit(size + 1))).mappings().all()
+    page = rows[:size]
+    return {"items": [_entry(r) for r in page],
+            "next": str(page[-1]["id"]) if len(rows) > size else None}
+
+
+def _entry(row: Any) -> dict[str, Any]:
+    return {"id": str(row["id"]), "at": rfc3339(row["at"]), "action": row["action"],
+            "target": row["target"], "details": row["details"]}

@@ -1,0 +1,157 @@
+"""Policy preview (dry run): what one member would see of one table with a role as saved and
+as drafted, and the difference. Nothing is saved.
+
+Both sides are judged by the code a real request runs: `policy.decision.decide` on an app
+snapshot (the saved one, and a copy whose roles and enforcer carry the draft in place of the
+saved role), and the decision's own row clause (`Decision.rows`) in one counting statement.
+The member's other roles count on both sides, and the member is judged as holding the
+previewed role whether or not they hold it today (so a grant can be tried before it is
+given). A role that is not saved yet counts as empty on the saved side.
+
+Operation switches are not part of a role, so they do not enter the preview: it shows what
+the role does when the operations are on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import and_, false, func, not_, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
+
+from authoric.catalog.names import check_name
+from authoric.catalog.schema import CompiledTable
+from authoric.catalog.snapshot import AppSnapshot
+from authoric.db import tables as t
+from authoric.errors import NotFound, ValidationFailed, invalid_body
+from authoric.policy.decision import PolicyBroken, decide
+from authoric.policy.enforcer import build_enforcer
+from authoric.policy.principal import Principal
+from authoric.policy.roles import ACTIONS, RoleDef, check_role
+from authoric.tenancy.service import check_against_tables
+
+DEFAULT_LIMIT, MAX_LIMIT = 100, 1000
+
+
+@dataclass(frozen=True)
+class PreviewRequest:
+    role: str
+    draft: RoleDef
+    user: str
+    org: str
+    table: str
+    limit: int
+
+
+def parse_request(role: str, body: Any, snapshot: AppSnapshot) -> PreviewRequest:
+    """The request, with the draft validated exactly as `PUT .../roles/{role}` would (422)."""
+    check_name(role, "role")
+    if not isinstance(body, dict):
+        raise ValidationFailed("a JSON object with draft, user, org and table is expected")
+    unknown = sorted(set(body) - {"draft", "user", "org", "table", "limit"})
+    if unknown:
+        raise ValidationFailed(f"unknown fields: {', '.join(unknown)}", {"fields": unknown})
+    for key in ("user", "org", "table"):
+        if not isinstance(body.get(key), str):
+            raise ValidationFailed(f"`{key}` is required", {"field": key})
+    limit = body.get("limit", DEFAULT_LIMIT)
+    if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:
+        raise ValidationFailed(f"`limit` is a whole number from 1 to {MAX_LIMIT}",
+                               {"field": "limit"})
+    draft = body.get("draft")
+    if not isinstance(draft, dict):
+        raise ValidationFailed("`draft` is a role body, as in PUT .../roles/{role}",
+                               {"field": "draft"})
+    try:
+        parsed = check_role(RoleDef.model_validate(draft))
+    except ValidationError as exc:
+        raise invalid_body(exc, "invalid role") from exc
+    check_against_tables(parsed, snapshot)
+    return PreviewRequest(role, parsed, body["user"], body["org"], body["table"], limit)
+
+
+@dataclass(frozen=True)
+class Side:
+    """What the member gets on one side: the rows clause, redacted columns, granted actions."""
+
+    rows: ColumnElement[bool]
+    redacted: list[str]
+    actions: list[str]
+
+
+def _side(snapshot: AppSnapshot, principal: Principal, table: CompiledTable) -> Side:
+    granted: list[str] = []
+    for action in ACTIONS:
+        try:
+            if decide(snapshot, principal, table, action).allowed:
+                granted.append(action)
+        except PolicyBroken:
+            pass  # a policy that no longer compiles grants nothing (fail closed)
+    try:
+        listing = decide(snapshot, principal, table, "read_list")
+        rows = listing.rows(table, principal) if listing.allowed else false()
+        redacted = sorted(decide(snapshot, principal, table, "read").redacted)
+    except PolicyBroken:
+        rows, redacted = false(), sorted(c.name for c in table.definition.columns)
+    return Side(func.coalesce(rows, false()), redacted, granted)
+
+
+def with_draft(snapshot: AppSnapshot, role: str, draft: RoleDef) -> AppSnapshot:
+    """A copy of the snapshot in which `draft` replaces (or adds) the role `role`."""
+    roles = {**snapshot.roles, role: draft}
+    return dataclasses.replace(snapshot, roles=roles, enforcer=build_enforcer(roles))
+
+
+async def _member(conn: AsyncConnection, snapshot: AppSnapshot,
+                  req: PreviewRequest) -> tuple[Principal, bool]:
+    """The member as a request would see them, holding `req.role` besides their own roles;
+    and whether they hold it today."""
+    try:
+        user_uid, org_uid = uuid.UUID(req.user), uuid.UUID(req.org)
+    except ValueError as exc:
+        raise NotFound("the user is not a member of this org",
+                       {"user": req.user, "org": req.org}) from exc
+    m, u = t.members, t.users
+    row = (await conn.execute(
+        select(m.c.roles, u.c.email).select_from(m.join(u, u.c.uid == m.c.user_uid))
+        .where(and_(m.c.app_uid == snapshot.uid, m.c.org_uid == org_uid,
+                    m.c.user_uid == user_uid)))).first()
+    if row is None:
+        raise NotFound("the user is not a member of this org", {"user": req.user, "org": req.org})
+    roles = tuple(sorted({*row.roles, req.role}))
+    return Principal(snapshot.uid, user_uid, org_uid, row.email, roles), req.role in row.roles
+
+
+async def _uids(conn: AsyncConnection, table: CompiledTable, where: Any, limit: int) -> list[str]:
+    uid = table.table.c.uid
+    found = await conn.execute(select(uid).where(where).order_by(uid).limit(limit))
+    return [str(u) for u in found.scalars()]
+
+
+async def preview(conn: AsyncConnection, snapshot: AppSnapshot,
+                  req: PreviewRequest) -> dict[str, Any]:
+    table = snapshot.table(req.table)
+    member, held = await _member(conn, snapshot, req)
+    saved = _side(snapshot, member, table)
+    draft = _side(with_draft(snapshot, req.role, req.draft), member, table)
+    counts = (await conn.execute(select(
+        func.count().filter(saved.rows), func.count().filter(draft.rows),
+    ).select_from(table.table).where(table.table.c.org_uid == member.org_uid))).one()
+    gained = await _uids(conn, table, and_(draft.rows, not_(saved.rows)), req.limit)
+    lost = await _uids(conn, table, and_(saved.rows, not_(draft.rows)), req.limit)
+    return {
+        "saved": {"visible": counts[0], "redacted": saved.redacted, "actions": saved.actions},
+        "draft": {"visible": counts[1], "redacted": draft.redacted, "actions": draft.actions},
+        "gained": gained, "lost": lost,
+        "redactedNow": sorted(set(draft.redacted) - set(saved.redacted)),
+        "revealedNow": sorted(set(saved.redacted) - set(draft.redacted)),
+        "actionsGranted": [a for a in draft.actions if a not in saved.actions],
+        "actionsRevoked": [a for a in saved.actions if a not in draft.actions],
+        "roleSaved": req.role in snapshot.roles,
+        "roleHeld": held,
+    }

@@ -1,0 +1,116 @@
+"""Contract section 2a for the admin token: rows across orgs, impersonation, policy preview
+and the audit log. (The admin feed, `GET .../rows/subscribe`, is served by the realtime
+routes.) Parse, call a `console` service, serialize; no SQL and no policy here.
+
+These routes write their own audit entries, in the transaction of their change, so the
+admin edge (`http.admin_audit`) is told to leave them alone.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from authoric.catalog.apps import find_app
+from authoric.console import audit, impersonation, preview, rows
+from authoric.console.rows import AdminListQuery, AdminTable
+from authoric.errors import UnsupportedMediaType
+from authoric.http.admin import require_admin
+from authoric.http.admin_audit import audited_by_route
+from authoric.http.autocrud import RESERVED_PARAMS, list_filter
+from authoric.http.context import json_body, services
+
+router = APIRouter(prefix="/admin/apps/{app}", tags=["console"],
+                   dependencies=[Depends(require_admin), Depends(audited_by_route)])
+ROWS = "/tables/{table}/rows"
+# A row uid in the path must parse as one, so `.../rows/subscribe` stays the feed's.
+ROW = ROWS + "/{uid:uuid}"
+ADMIN_LIST_PARAMS = RESERVED_PARAMS | {"org"}
+
+
+@asynccontextmanager
+async def admin_table(request: Request, app: str,
+                      table: str) -> AsyncIterator[tuple[AsyncConnection, AdminTable]]:
+    """A transaction and the table as the operator reaches it (404 for app or table)."""
+    svc = services(request)
+    async with svc.tx() as conn:
+        app_row = await find_app(conn, app)
+        snapshot = await svc.snapshot(conn, app_row["uid"], app_row["version"])
+        yield conn, AdminTable(snapshot, snapshot.table(table))
+
+
+@router.get(ROWS)
+async def list_rows(request: Request, app: str, table: str) -> dict[str, Any]:
+    q = request.query_params
+    async with admin_table(request, app, table) as (conn, target):
+        org = await rows.org_filter(conn, target.app_uid, q.get("org"))
+        query = AdminListQuery(list_filter(request, ADMIN_LIST_PARAMS), q.get("order"),
+                               q.get("limit"), q.get("after"), org)
+        return await rows.list_rows(conn, target, query)
+
+
+@router.post(ROWS, status_code=201)
+async def create_row(request: Request, app: str, table: str) -> dict[str, Any]:
+    async with admin_table(request, app, table) as (conn, target):
+        return await rows.create_row(conn, target, await json_body(request))
+
+
+@router.post(ROWS + "/import", status_code=201)
+async def import_rows(request: Request, app: str, table: str) -> dict[str, Any]:
+    async with admin_table(request, app, table) as (conn, target):
+        org = await rows.import_org(conn, target.app_uid, request.query_params.get("org"))
+        content_type = request.headers.get("content-type", "")
+        if content_type.split(";")[0].strip().lower() != "text/csv":
+            raise UnsupportedMediaType("send the file as text/csv", {"contentType": content_type})
+        return {"inserted": await rows.import_rows(conn, target, org, request.stream())}
+
+
+@router.get(ROW)
+async def read_row(request: Request, app: str, table: str, uid: uuid.UUID) -> dict[str, Any]:
+    async with admin_table(request, app, table) as (conn, target):
+        return await rows.read_row(conn, target, uid)
+
+
+@router.patch(ROW)
+async def update_row(request: Request, app: str, table: str, uid: uuid.UUID) -> dict[str, Any]:
+    async with admin_table(request, app, table) as (conn, target):
+        return await rows.update_row(conn, target, uid, await json_body(request))
+
+
+@router.delete(ROW, status_code=204)
+async def delete_row(request: Request, app: str, table: str, uid: uuid.UUID) -> Response:
+    async with admin_table(request, app, table) as (conn, target):
+        await rows.delete_row(conn, target, uid)
+    return Response(status_code=204)
+
+
+@router.post("/impersonate")
+async def impersonate(request: Request, app: str) -> dict[str, Any]:
+    svc = services(request)
+    async with svc.tx() as conn:
+        app_uid = (await find_app(conn, app))["uid"]
+        req = impersonation.parse_request(await json_body(request))
+        return await impersonation.impersonate(conn, svc.jwt_secret, app_uid, req)
+
+
+@router.post("/roles/{role}/preview")
+async def preview_role(request: Request, app: str, role: str) -> dict[str, Any]:
+    svc = services(request)
+    async with svc.tx() as conn:
+        app_row = await find_app(conn, app)
+        snapshot = await svc.snapshot(conn, app_row["uid"], app_row["version"])
+        req = preview.parse_request(role, await json_body(request), snapshot)
+        return await preview.preview(conn, snapshot, req)
+
+
+@router.get("/audit")
+async def audit_log(request: Request, app: str) -> dict[str, Any]:
+    q = request.query_params
+    async with services(request).tx() as conn:
+        app_uid = (await find_app(conn, app))["uid"]
+        return await audit.list_entries(conn, app_uid, q.get("limit"), q.get("after"))
