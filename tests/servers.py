@@ -43,8 +43,9 @@ class ServerProcess:
         return self.log_path.read_text(errors="replace")
 
 
-def start_server(database_url: str, data_dir: Path, **extra_env: str) -> ServerProcess:
-    port = free_port()
+def start_server(database_url: str, data_dir: Path, port: int | None = None,
+                 **extra_env: str) -> ServerProcess:
+    port = port or free_port()  # a restart on the same port keeps clients' URLs working
     env = {
         **os.environ,
         "DATABASE_URL": database_url,

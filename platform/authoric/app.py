@@ -17,6 +17,7 @@ from authoric.db.engine import create_engine, libpq_url
 from authoric.http import admin, autocrud, console, console_static, openapi, sessions, subscribe
 from authoric.http.admin_audit import AdminAudit
 from authoric.http.context import Services
+from authoric.http.cors import AppCors, app_origins
 from authoric.http.errors import install_error_handlers
 from authoric.http.limits import BodyLimit
 from authoric.realtime.hub import Hub
@@ -61,12 +62,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes,
                        import_limit=settings.max_import_bytes)
     app.add_middleware(AdminAudit)
+    app.add_middleware(AppCors, origins_of=app_origins)  # outermost: 413s get CORS headers too
+    app.include_router(subscribe.router)  # before admin: `.../rows/subscribe` is not a row uid
     app.include_router(admin.router)
     app.include_router(console.router)
     app.include_router(console_static.router)
     app.include_router(openapi.router)
     app.include_router(sessions.router)
-    app.include_router(subscribe.router)
     app.include_router(autocrud.router)
     return app
 

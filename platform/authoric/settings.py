@@ -33,6 +33,10 @@ class Settings(BaseSettings):
     sse_ping_interval: float = Field(default=25.0, validation_alias="AUTHORIC_SSE_PING_INTERVAL")
     sse_replay_limit: int = Field(default=1000, validation_alias="AUTHORIC_SSE_REPLAY_LIMIT")
     sse_queue_size: int = Field(default=1000, validation_alias="AUTHORIC_SSE_QUEUE_SIZE")
+    sse_max_streams_per_user: int = Field(
+        default=32, ge=1, validation_alias="AUTHORIC_SSE_MAX_STREAMS_PER_USER",
+        description="open subscribe streams one user may hold in one app, per server process",
+    )
     change_retention: int = Field(
         default=7 * 24 * 3600, validation_alias="AUTHORIC_CHANGE_RETENTION"
     )

@@ -247,7 +247,7 @@ def test_clerk_bulk_write_sends_one_resync_to_subscribers_of_their_org_and_none_
         events_a = [f for f in feed_a.events() if f.event != "connected"]
         events_b = [f for f in feed_b.events() if f.event != "connected"]
     assert [(f.event, f.data) for f in events_a] == [
-        ("resync", {"reason": "bulk_change"}), (None, events_a[1].data)]
+        ("resync", {"reason": "bulk_change", "table": "invoices"}), (None, events_a[1].data)]
     assert events_a[0].pos < events_a[1].pos
     assert [f.op for f in events_b] == ["insert"] and events_b[0].row_uid == marker_b["uid"]
     entries = _bulk_entries(database_url, books)

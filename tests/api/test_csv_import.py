@@ -480,7 +480,8 @@ def test_an_import_of_more_than_1000_rows_sends_one_resync_to_the_org_only(
         feed_b.wait_for_change(marker_b["uid"], "insert")
         events = [f for f in feed.events() if f.event != "connected"]
         events_b = [f for f in feed_b.events() if f.event != "connected"]
-    assert [(f.event, f.data) for f in events[:1]] == [("resync", {"reason": "bulk_change"})]
+    assert [(f.event, f.data) for f in events[:1]] == [
+        ("resync", {"reason": "bulk_change", "table": "invoices"})]
     assert [f.row_uid for f in events[1:]] == [marker["uid"]]
     assert [f.row_uid for f in events_b] == [marker_b["uid"]]
     app = _app_uid(ledger)

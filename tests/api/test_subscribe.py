@@ -261,7 +261,7 @@ def test_bulk_update_and_delete_send_one_resync_to_the_org_they_ran_in(feed: Fee
     assert expect(feed.clerk.patch(route, params={"status": "received"},
                                    json={"set": {"note": "bulk"}}), 200) == {"count": 3}
     resync = here.wait_for(lambda f: f.event == "resync")
-    assert resync.data == {"reason": "bulk_change"} and resync.id is not None
+    assert resync.data == {"reason": "bulk_change", "table": "invoices"} and resync.id is not None
     assert expect(feed.clerk.delete(route, params={"note": "bulk"}), 200) == {"count": 3}
     here.wait_until(lambda fs: len([f for f in fs if f.event == "resync"]) == 2)
     fence = feed.insert(outsider)
@@ -282,7 +282,7 @@ def test_import_sends_one_insert_per_row_or_one_resync_past_a_thousand_rows(feed
     assert expect(feed.clerk.post(route, content=large, headers={"Content-Type": "text/csv"}),
                   201) == {"inserted": 1001}
     resync = stream.wait_for(lambda f: f.event == "resync")
-    assert resync.data == {"reason": "bulk_change"}
+    assert resync.data == {"reason": "bulk_change", "table": "invoices"}
     fence = feed.insert()
     stream.wait_for_change(fence["uid"])
     assert len(stream.changes()) == 4  # three small-import inserts and the fence

@@ -112,7 +112,7 @@ def test_operator_imports_a_file_shows_progress_and_exits_0(
         assert f"importing {path.name}" in run.err  # the progress line
         # More than 1,000 rows: subscribers of the org get one resync.
         frame = feed.wait_for(lambda f: f.event == "resync")
-        assert frame.data == {"reason": "bulk_change"}
+        assert frame.data == {"reason": "bulk_change", "table": "invoices"}
     assert len(_numbers(books, clerk_a)) == 1000  # a page; the rest follows
     assert expect(clerk_a.get(books.rows("invoices"), params={"number": "N-1499"}), 200)["items"][0][
         "amount"] == "1499.50"

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy import delete, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -17,6 +18,8 @@ from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
 from authoric.errors import Conflict, NotFound, ValidationFailed, invalid_body
 
+ORIGIN = re.compile(r"https?://[^/\s?#@]+/?")  # scheme://host[:port], as browsers send it
+
 
 class AppSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -24,6 +27,17 @@ class AppSettings(BaseModel):
     access_token_ttl: int = Field(default=900, ge=1, le=86_400 * 30, alias="accessTokenTtl")
     refresh_token_ttl: int = Field(default=2_592_000, ge=1, le=86_400 * 3650,
                                    alias="refreshTokenTtl")
+    # Browser origins allowed cross-origin (http/cors.py); "*" allows any.
+    allowed_origins: list[str] = Field(default_factory=list, max_length=100,
+                                       alias="allowedOrigins")
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        for origin in value:
+            if origin != "*" and not ORIGIN.fullmatch(origin):
+                raise ValueError(f"{origin!r} is not an origin such as https://app.example.com")
+        return [o.rstrip("/") for o in value]
 
 
 def app_settings(raw: dict[str, Any]) -> AppSettings:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,11 +37,17 @@ async def changes_after(conn: asyncpg.Connection, pos: int, limit: int) -> list[
     return [_change(r) for r in rows]
 
 
-async def table_changes_after(conn: asyncpg.Connection, app_uid: uuid.UUID, table: str,
-                              pos: int, upto: int, limit: int) -> list[Change]:
+async def changes_in(conn: asyncpg.Connection, app_uid: uuid.UUID, tables: Sequence[str],
+                     org_uid: uuid.UUID | None, pos: int, upto: int, limit: int) -> list[Change]:
+    """Entries of `tables` in (pos, upto], of one org (None: every org), at most `limit`.
+
+    A member's replay counts only its own org's entries, so whether a replay is truncated,
+    and where, says nothing about other orgs' write volume.
+    """
     rows = await conn.fetch(
-        f"SELECT {COLUMNS} FROM authoric.changes WHERE app_uid = $1 AND table_name = $2 "
-        "AND pos > $3 AND pos <= $4 ORDER BY pos LIMIT $5", app_uid, table, pos, upto, limit)
+        f"SELECT {COLUMNS} FROM authoric.changes WHERE app_uid = $1 AND table_name = ANY($2) "
+        "AND ($3::uuid IS NULL OR org_uid = $3) AND pos > $4 AND pos <= $5 ORDER BY pos LIMIT $6",
+        app_uid, list(tables), org_uid, pos, upto, limit)
     return [_change(r) for r in rows]
 
 

@@ -1,17 +1,27 @@
-"""`GET /{app}/autocrud/{table}/subscribe`: the Server-Sent Events feed."""
+"""The Server-Sent Events feeds: per table (`GET /{app}/autocrud/{table}/subscribe`), several
+tables on one connection (`GET /{app}/subscribe?tables=a,b`) and the operator's feed of a
+table across orgs (`GET /admin/apps/{app}/tables/{table}/rows/subscribe`).
+
+Each route runs its gate and hands a `StreamRequest` to the one stream implementation.
+"""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse
+from starlette.background import BackgroundTask
 
-from authoric.errors import NotAcceptable
+from authoric.auth.principals import authenticate
+from authoric.catalog.apps import find_app
+from authoric.errors import BadRequest, NotAcceptable
+from authoric.http.admin import require_admin
 from authoric.http.autocrud import governed
 from authoric.http.context import services
 from authoric.realtime.stream import Stream, StreamRequest
 from authoric.records.gate import admit
 
 router = APIRouter(tags=["subscribe"])
+MAX_TABLES = 16
 
 
 def accepts_event_stream(request: Request) -> bool:
@@ -19,15 +29,66 @@ def accepts_event_stream(request: Request) -> bool:
     return any(part.split(";")[0].strip() == "text/event-stream" for part in accept.split(","))
 
 
+def require_event_stream(request: Request) -> None:
+    if not accepts_event_stream(request):
+        raise NotAcceptable("send `Accept: text/event-stream` to subscribe")
+
+
+def last_event_id(request: Request) -> str | None:
+    return request.headers.get("last-event-id") or request.query_params.get("lastEventId")
+
+
+def table_names(raw: str | None) -> list[str]:
+    """The `tables` parameter: 1 to 16 names, in the order given, each once."""
+    names = list(dict.fromkeys(n.strip() for n in (raw or "").split(",") if n.strip()))
+    if not 1 <= len(names) <= MAX_TABLES:
+        raise BadRequest(f"`tables` names 1 to {MAX_TABLES} tables, comma-separated",
+                         {"tables": (raw or "")[:200]})
+    return names
+
+
+def event_stream(request: Request, req: StreamRequest) -> EventSourceResponse:
+    """Open the stream (429 over the per-user cap) and answer with it."""
+    svc = services(request)
+    stream = Stream(svc.settings, svc.engine, svc.hub, req)
+    stream.open()
+    # `close` also runs after the response, in case it ended before the stream started.
+    return EventSourceResponse(stream.frames(), ping=0, sep="\n",
+                               background=BackgroundTask(stream.close))
+
+
 @router.get("/{app}/autocrud/{table}/subscribe", response_model=None)
 async def subscribe(request: Request, app: str, table: str) -> EventSourceResponse:
-    svc = services(request)
     async with governed(request, app, table, "read_list") as (_, listing):
         # Each event is read like a single-row GET: read must be on and granted too.
         admit(listing.snapshot, listing.principal, table, "read")
-    if not accepts_event_stream(request):
-        raise NotAcceptable("send `Accept: text/event-stream` to subscribe")
-    last_id = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
-    stream = Stream(svc.settings, svc.engine, svc.hub,
-                    StreamRequest(listing.snapshot, listing.table, listing.principal, last_id))
-    return EventSourceResponse(stream.frames(), ping=0, sep="\n")
+    require_event_stream(request)
+    return event_stream(request, StreamRequest(listing.snapshot, [listing.table],
+                                               listing.principal, last_event_id(request)))
+
+
+@router.get("/{app}/subscribe", response_model=None)
+async def subscribe_tables(request: Request, app: str) -> EventSourceResponse:
+    svc = services(request)
+    async with svc.tx() as conn:
+        auth = await authenticate(conn, svc.jwt_secret, request.headers.get("authorization"), app)
+        snapshot = await svc.snapshot(conn, auth.principal.app_uid, auth.version)
+    names = table_names(request.query_params.get("tables"))
+    tables = []
+    for name in names:  # the section 5 gate, table by table: the first failure answers
+        admit(snapshot, auth.principal, name, "read_list")
+        tables.append(admit(snapshot, auth.principal, name, "read").table)
+    require_event_stream(request)
+    return event_stream(request, StreamRequest(snapshot, tables, auth.principal,
+                                               last_event_id(request), multi=True))
+
+
+@router.get("/admin/apps/{app}/tables/{table}/rows/subscribe", response_model=None)
+async def subscribe_as_operator(request: Request, app: str, table: str) -> EventSourceResponse:
+    svc = require_admin(request)
+    async with svc.tx() as conn:
+        row = await find_app(conn, app)
+        snapshot = await svc.snapshot(conn, row["uid"], row["version"])
+    compiled = snapshot.table(table)
+    require_event_stream(request)
+    return event_stream(request, StreamRequest(snapshot, [compiled], None, last_event_id(request)))

@@ -106,7 +106,7 @@ def _event(table: CompiledTable, decision: Decision, cls: ReadClass, change: Cha
     if change.op == BULK:
         if change.org_uid != cls.principal.org_uid:
             return None
-        return frame(change.pos, {"reason": "bulk_change"}, "resync")
+        return frame(change.pos, {"reason": "bulk_change", "table": table.name}, "resync")
     if change.op == DELETE:
         if not delete_visible:
             return None

@@ -1,56 +1,90 @@
-"""One subscriber's stream: `connected`, replay from the log, then live frames, pings, and
-`reauth` at the token's expiry (on a timer, not at the next event)."""
+"""One subscriber's stream over a set of one or more tables of an app: `connected`, replay
+from the log, then live frames, pings, and `reauth` at the token's expiry (on a timer, not at
+the next event).
+
+The per-table stream (section 5), the multi-table stream (5b) and the operator's feed (2a)
+are this one class: they differ only in the set of tables, the `connected` payload, and who
+reads (a member's principal, or None for the operator: every org, no policy).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import re
 import time
-from collections.abc import AsyncIterator
+from collections import defaultdict
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.changes import reader
+from authoric.changes.reader import Change
+from authoric.errors import TooManyRequests
 from authoric.policy.principal import Principal
 from authoric.realtime.hub import CLOSE, Hub, Subscriber
-from authoric.realtime.judge import ReadClass, frame, judge
+from authoric.realtime.judge import Frame, ReadClass, frame, judge
+from authoric.realtime.operator import judge_for_operator
 from authoric.settings import Settings
 
 PING = b": ping\n\n"
 POSITION = re.compile(r"[0-9]{1,19}")  # ASCII digits only: "+5", "1_0", "٣" do not parse
 REPLAY_CHUNK = 500
+RETRY_AFTER_SECONDS = 30  # streams end when their clients go: a guess at "a little later"
 
 
 @dataclass
 class StreamRequest:
     snapshot: AppSnapshot
-    table: CompiledTable
-    principal: Principal
+    tables: Sequence[CompiledTable]
+    principal: Principal | None  # None: the operator's feed
     last_event_id: str | None
+    multi: bool = False  # opened as `/{app}/subscribe?tables=`: `connected` lists the tables
+
+    def connected(self) -> dict[str, Any]:
+        names = [t.name for t in self.tables]
+        if self.multi:
+            return {"tables": names, "live": True}
+        return {"table": names[0], "live": True}
 
 
 class Stream:
     def __init__(self, settings: Settings, engine: AsyncEngine, hub: Hub, req: StreamRequest) -> None:
         self.settings, self.engine, self.hub, self.req = settings, engine, hub, req
-        self.sub = Subscriber(req.principal.app_uid, req.table.name, req.principal,
+        self.sub = Subscriber(req.snapshot.uid, tuple(t.name for t in req.tables), req.principal,
                               asyncio.Queue(maxsize=settings.sse_queue_size))
+        self.tables = {t.name: t for t in req.tables}
         self.last_sent = 0
 
-    async def frames(self) -> AsyncIterator[bytes]:
-        # Register before replaying, so nothing committed meanwhile falls between the two.
+    def open(self) -> None:
+        """Register with the hub (429 over the per-user cap). Done before the response starts,
+        and before replaying, so nothing committed meanwhile falls between replay and live."""
+        principal = self.req.principal
+        cap = self.settings.sse_max_streams_per_user
+        if principal is not None and self.hub.streams_of(principal) >= cap:
+            raise TooManyRequests(
+                f"this user already has {cap} open streams on this server; close one first",
+                {"limit": cap}, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
         self.hub.add(self.sub, self.req.snapshot)
+
+    def close(self) -> None:
+        """Unregister (idempotent): the stream ended, or its response never started."""
+        self.hub.remove(self.sub)
+
+    async def frames(self) -> AsyncIterator[bytes]:
         try:
-            yield frame(None, {"table": self.req.table.name, "live": True}, "connected")
+            yield frame(None, self.req.connected(), "connected")
             if self.req.last_event_id is not None:
                 async for chunk in self._replay(self.req.last_event_id):
                     yield chunk
             async for chunk in self._live():
                 yield chunk
         finally:
-            self.hub.remove(self.sub)
+            self.close()
 
     async def _replay(self, raw: str) -> AsyncIterator[bytes]:
         async with self.engine.connect() as conn:
@@ -71,23 +105,38 @@ class Stream:
                 yield frame(None, {"reason": "backfill_expired"}, "resync")
                 start = horizon
             limit = self.settings.sse_replay_limit
-            entries = await reader.table_changes_after(
-                driver, self.req.principal.app_uid, self.req.table.name, start, head, limit + 1)
+            org = self.req.principal.org_uid if self.req.principal is not None else None
+            entries = await reader.changes_in(driver, self.sub.app_uid, self.sub.tables, org,
+                                              start, head, limit + 1)
             truncated = len(entries) > limit
             entries = entries[:limit]
-            cls = ReadClass(self.sub.key, self.sub.principal)
             for i in range(0, len(entries), REPLAY_CHUNK):
-                chunk = entries[i:i + REPLAY_CHUNK]
-                judged = await judge(conn, self.req.snapshot, self.req.table, [cls], chunk)
-                if judged[cls.key]:
-                    yield b"".join(item.data for item in judged[cls.key])
+                judged = await self._judge(conn, entries[i:i + REPLAY_CHUNK])
+                if judged:
+                    yield b"".join(item.data for item in judged)
         if truncated:
             yield frame(head, {"reason": "backfill_truncated", "lastId": entries[-1].pos}, "resync")
         self.last_sent = head
 
+    async def _judge(self, conn: AsyncConnection, entries: Sequence[Change]) -> list[Frame]:
+        """This subscriber's frames for replayed entries, in position order across tables."""
+        by_table: dict[str, list[Change]] = defaultdict(list)
+        for entry in entries:
+            by_table[entry.table].append(entry)
+        lists: list[list[Frame]] = []
+        for name, batch in by_table.items():
+            table = self.tables[name]
+            if self.sub.principal is None:
+                lists.append(await judge_for_operator(conn, table, batch))
+                continue
+            cls = ReadClass(self.sub.keys[name], self.sub.principal)
+            lists.append((await judge(conn, self.req.snapshot, table, [cls], batch))[cls.key])
+        return list(heapq.merge(*lists, key=lambda f: f.pos))
+
     async def _live(self) -> AsyncIterator[bytes]:
         ping_every = self.settings.sse_ping_interval
-        expires = self.req.principal.expires_at or float("inf")
+        principal = self.req.principal
+        expires = (principal.expires_at if principal else None) or float("inf")
         next_ping = time.time() + ping_every
         queue = self.sub.queue
         while True:

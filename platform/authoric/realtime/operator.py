@@ -1,0 +1,58 @@
+"""The operator's feed (contract section 2a): every org's changes of a table, unredacted.
+
+No row policy, no redaction and no operation switch applies: inserted and updated rows are
+re-read as they stand (live rows only, as the operator's row list shows them) and carry their
+`org`; every delete and bulk change is sent, with the `org` it happened in. One statement per
+chunk of changes, whatever the number of operator subscribers: they all share the frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import and_, bindparam, func, select
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from authoric.catalog.schema import CompiledTable
+from authoric.changes.log import BULK, DELETE
+from authoric.changes.reader import Change
+from authoric.realtime.judge import Frame, frame
+
+
+async def judge_for_operator(conn: AsyncConnection, table: CompiledTable,
+                             changes: Sequence[Change]) -> list[Frame]:
+    """The operator's frames for `changes` (one table, ascending positions)."""
+    rows = await _current_rows(conn, table, changes)
+    out: list[Frame] = []
+    for change in changes:
+        data = _event(table, change, rows.get(change.row_uid))
+        if data is not None:
+            out.append(Frame(change.pos, data))
+    return out
+
+
+def _event(table: CompiledTable, change: Change, row: Any) -> bytes | None:
+    org = str(change.org_uid)
+    if change.op == BULK:
+        return frame(change.pos, {"reason": "bulk_change", "table": table.name, "org": org},
+                     "resync")
+    if change.op == DELETE:
+        return frame(change.pos, {"op": "delete", "table": table.name,
+                                  "rowUid": str(change.row_uid), "org": org})
+    if row is None:  # deleted since: its delete follows in the log
+        return None
+    return frame(change.pos, {"op": change.op, "table": table.name,
+                              "row": {**table.row_json(row), "org": str(row["org_uid"])}})
+
+
+async def _current_rows(conn: AsyncConnection, table: CompiledTable,
+                        changes: Sequence[Change]) -> dict[Any, Any]:
+    uids = list({c.row_uid for c in changes if c.op not in (DELETE, BULK) and c.row_uid})
+    if not uids:
+        return {}
+    wanted = bindparam("uids", value=uids, type_=ARRAY(UUID(as_uuid=True)))
+    statement = select(*table.table.c).where(and_(table.table.c.uid == func.any(wanted),
+                                                  table.live()))
+    return {r["uid"]: r for r in (await conn.execute(statement)).mappings()}

@@ -1,0 +1,85 @@
+"""Browser fixtures: Debian's Chromium driven by Playwright (from PyPI), a page served from a
+second origin by a tiny static server, and the page's script bundled by esbuild from the
+pinned npm packages in this folder (`npm ci` when they are missing).
+
+Skipped, loudly, when /usr/bin/chromium or npm is missing (CI installs Chromium).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>An app on its own origin</title></head>
+<body><p>Authoric browser client test page</p><script src="/bundle.js"></script></body></html>
+"""
+
+
+def _missing() -> str | None:
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is not installed (apt-get install chromium)"
+    if shutil.which("npm") is None:
+        return "npm is not installed"
+    return None
+
+
+if (_why := _missing()) is not None:
+    print(f"\n*** SKIPPING the browser tests in tests/browser: {_why} ***\n", file=sys.stderr)
+    pytest.skip(f"browser tests need Chromium and npm: {_why}", allow_module_level=True)
+
+
+@pytest.fixture(scope="session")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the page and its script bundle, built now from the pinned packages."""
+    installed = HERE / "node_modules" / ".package-lock.json"
+    lock = HERE / "package-lock.json"
+    if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=HERE, check=True,
+                       stdout=subprocess.DEVNULL)
+    out = tmp_path_factory.mktemp("browser-page")
+    subprocess.run([str(HERE / "node_modules" / ".bin" / "esbuild"), "client.js", "--bundle",
+                    "--format=iife", f"--outfile={out / 'bundle.js'}", "--log-level=warning"],
+                   cwd=HERE, check=True)
+    (out / "index.html").write_text(PAGE)
+    return out
+
+
+@pytest.fixture(scope="session")
+def page_port(bundle: Path) -> Iterator[int]:
+    """A static server for the page (its own port: another origin than the API's)."""
+    handler = functools.partial(_QuietHandler, directory=str(bundle))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True, name="page server")
+    thread.start()
+    yield int(server.server_address[1])
+    server.shutdown()
+    server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                     args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
