@@ -41,6 +41,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     base = f"http://{args.host}:{args.port}"
     print(f"Authoric is starting at {base}", flush=True)
     print(f"admin token: {token}", flush=True)
+    print(f"console: {base}/console/ (sign in with the admin token)", flush=True)
     print(f"try: curl -H 'Authorization: Bearer {token}' {base}/admin/apps", flush=True)
     uvicorn.run("authoric.app:app_from_env", factory=True, host=args.host, port=args.port,
                 workers=args.workers, log_level=args.log_level, access_log=args.access_log)
