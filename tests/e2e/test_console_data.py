@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from tests.console_world import Shop, build_shop
-from tests.e2e.conftest import confirm, go, new_page, screenshot
+from tests.e2e.conftest import confirm, go, new_page, screenshot, sign_in
 from tests.scenario import AppWorld
 from tests.scenario import expect as expect_status
 
@@ -298,3 +298,48 @@ def test_an_edit_of_a_row_changed_underneath_asks_before_overwriting(
     expect(console.get_by_role("status")).to_contain_text("Saved status")
     assert expect_status(shop.admin.get(f"{shop.admin_rows()}/{invoice['uid']}"), 200)["status"] == \
         "queried"
+
+
+def test_operator_narrows_the_grid_by_org_and_filter_and_pages_with_the_cursor(
+        console: Page, shop: Shop) -> None:
+    for amount in ["5.00", "50.00", "500.00"]:
+        shop.invoice(status="received", amount=amount)
+    shop.invoice(shop.south_clerk, status="received", amount="70.00")
+    open_grid(console, shop, 4)
+
+    console.get_by_label("Org filter").select_option(label="North")
+    expect(rows(console)).to_have_count(3)
+
+    console.get_by_text("Filter", exact=True).click()
+    console.get_by_role("button", name="+ Condition").click()
+    console.get_by_label("Filter column").select_option("amount")
+    console.get_by_label("Filter operator").select_option("gte")
+    console.get_by_label("Filter value").fill("50")
+    console.get_by_role("button", name="Apply filter").click()
+    expect(rows(console)).to_have_count(2)
+    expect(console.get_by_label("Filter JSON")).to_have_value(word("gte"))
+    screenshot(console, "filter-builder")
+
+    console.get_by_label("Page size").select_option("25")
+    console.get_by_label("Filter JSON").fill('{"amount": {"lt": "600"}}')
+    console.get_by_role("button", name="Apply JSON").click()
+    expect(rows(console)).to_have_count(3)
+    expect(console.get_by_label("Filter value")).to_have_value("600")
+
+
+def test_operator_reads_the_audit_log_and_the_console_follows_a_dark_system(
+        browser: Browser, shop: Shop) -> None:
+    page = new_page(browser)
+    page.emulate_media(color_scheme="dark")
+    try:
+        sign_in(page, shop.world.server)
+        go(page, shop.world, "audit")
+        audit = page.get_by_test_id("audit")
+        expect(audit).to_contain_text("North")
+        assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(21, 23, 28)"
+        screenshot(page, "audit-dark")
+        page.get_by_label("Theme").select_option("light")
+        expect(page.locator("html")).to_have_attribute("data-theme", "light")
+        assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(247, 247, 248)"
+    finally:
+        page.context.close()

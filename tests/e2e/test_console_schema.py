@@ -78,3 +78,4 @@ def test_operator_builds_an_app_two_tables_and_a_role_from_nothing(
     role = expect_status(admin.get(f"/admin/apps/{app}/roles/clerk"), 200)
     assert sorted(role["permissions"]) == ["invoices:read", "invoices:read_list", "vendors:read_list"]
     expect(page.get_by_test_id("overview-matrix")).to_contain_text("clerk")
+    screenshot(page, "roles")
