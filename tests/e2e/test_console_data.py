@@ -223,6 +223,7 @@ def test_dry_run_shows_rows_gained_and_lost_and_nothing_changes_until_save(
     expect(console.get_by_test_id("gained")).to_contain_text(draft["uid"])
     expect(console.get_by_test_id("lost")).to_contain_text(paid["uid"])
     expect(console.get_by_test_id("gained")).not_to_contain_text(received["uid"])
+    console.get_by_test_id("preview").scroll_into_view_if_needed()
     screenshot(console, "dry-run")
 
     # Nothing changed: the saved role and the member's rows are as before.
