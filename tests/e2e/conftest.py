@@ -8,6 +8,8 @@ AUTHORIC_E2E_SCREENSHOTS=1.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,10 +74,16 @@ def console(browser: Browser, server: ServerProcess) -> Iterator[Page]:
 
 
 def screenshot(page: Page, name: str) -> None:
-    """Saves a docs screenshot when AUTHORIC_E2E_SCREENSHOTS=1 (PNG, 1280x800)."""
-    if os.environ.get("AUTHORIC_E2E_SCREENSHOTS") == "1":
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=False)
+    """Saves a docs screenshot when AUTHORIC_E2E_SCREENSHOTS=1 (PNG, 1280x800), made smaller
+    with pngquant (Debian's package) when it is installed."""
+    if os.environ.get("AUTHORIC_E2E_SCREENSHOTS") != "1":
+        return
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    if shutil.which("pngquant"):
+        subprocess.run(["pngquant", "--force", "--skip-if-larger", "--strip", "--output", str(path),
+                        "64", str(path)], check=False)
 
 
 def confirm(page: Page, action: str, *lines: str) -> None:
