@@ -30,6 +30,12 @@ hub's judge statements (and the pool round trips around them), the sequencer's s
     .venv/bin/python -m bench.fanout --writer sql --rates 500,1000,2000
         # fan-out ceiling: rows + change-log rows inserted directly by the bench
         # (as the write service does), bypassing the REST write cost
+    .venv/bin/python -m bench.fanout --tables 5 --subscribers 5000 --multi-subscribers 1000
+        # multi-table mode: 5 tables (same columns and policies), writes round-robin over
+        # them; first 5,000 single-table subscribers (each follows one table), then, in the
+        # same run on the same app, 1,000 subscribers of `/{app}/subscribe?tables=` (each
+        # follows all 5). Both groups get the same deliveries per change; compare deliveries/s,
+        # CPU and judge statements per change.
 
 Everything (load generator, server, PostgreSQL) shares this machine's cores: the CPU table
 says who used what.
@@ -81,6 +87,23 @@ ROLES: dict[str, dict[str, Any]] = {
               "redact": {TABLE: ["secret"]}},
 }
 WRITER = {"permissions": [*READ, f"{TABLE}:create"]}
+
+
+def table_names(count: int) -> list[str]:
+    """The bench's tables: `events`, then `events1` ... for the multi-table mode."""
+    return [TABLE] + [f"{TABLE}{i}" for i in range(1, count)]
+
+
+def role_body(role: str, tables: list[str]) -> dict[str, Any]:
+    """A role of ROLES (or `writer`) granting the same thing on each of `tables`."""
+    body = {**ROLES, "writer": WRITER}[role]
+    out: dict[str, Any] = {"permissions": [], "rowPolicies": {}, "redact": {}}
+    for name in tables:
+        out["permissions"] += [p.replace(f"{TABLE}:", f"{name}:") for p in body["permissions"]]
+        for key in ("rowPolicies", "redact"):
+            if TABLE in body.get(key, {}):
+                out[key][name] = body[key][TABLE]
+    return out
 
 
 # --- processes: CPU and memory (Linux /proc) -----------------------------------------------
@@ -177,10 +200,11 @@ class World:
     tokens: dict[tuple[int, str], list[str]]
     writers: list[str]  # one writer token per org (same index)
     logins: int = 0  # tokens obtained by a real password login (the rest minted)
+    tables: list[str] = field(default_factory=lambda: [TABLE])
 
 
 def build_world(server: Server, orgs: int, users_per_class: int, roles: list[str] | None = None,
-                writers: bool = True, login_all: bool = False) -> World:
+                writers: bool = True, login_all: bool = False, tables: int = 1) -> World:
     """App, table, orgs, roles; per role `users_per_class` users, each a member of every org
     with that one role (plus one writer user, member of every org); an access token per
     (user, org).
@@ -199,11 +223,11 @@ def build_world(server: Server, orgs: int, users_per_class: int, roles: list[str
     base = f"/admin/apps/{app}"
     app_uid = ok(admin.post("/admin/apps", json={"name": app}))["uid"]
     ok(admin.patch(base, json={"settings": {"accessTokenTtl": 86_400}}))
-    ok(admin.post(f"{base}/tables", json={"name": TABLE, "columns": COLUMNS}))
-    for role in roles:
-        ok(admin.put(f"{base}/roles/{role}", json={"permissions": [], "rowPolicies": {},
-                                                     "redact": {}, **ROLES[role]}))
-    ok(admin.put(f"{base}/roles/writer", json={"rowPolicies": {}, "redact": {}, **WRITER}))
+    names = table_names(tables)
+    for name in names:
+        ok(admin.post(f"{base}/tables", json={"name": name, "columns": COLUMNS}))
+    for role in [*roles, "writer"]:
+        ok(admin.put(f"{base}/roles/{role}", json=role_body(role, names)))
     org_uids = [ok(admin.post(f"{base}/orgs", json={"name": f"org {i}"}))["uid"]
                 for i in range(orgs)]
     people = [(role, n) for role in roles for n in range(users_per_class)]
@@ -244,7 +268,7 @@ def build_world(server: Server, orgs: int, users_per_class: int, roles: list[str
             out[(i, role)].append(token)
     admin.close()
     writer_tokens = [out.pop((i, "writer"))[0] for i in range(orgs)] if writers else []
-    return World(app, app_uid, org_uids, dict(out), writer_tokens, logins)
+    return World(app, app_uid, org_uids, dict(out), writer_tokens, logins, names)
 
 
 # --- SSE subscribers over raw sockets -------------------------------------------------------
@@ -554,12 +578,12 @@ def pct(values: list[float], q: float) -> float:
 class FanoutRun:
     def __init__(self, args: argparse.Namespace, server: Server, db: Database, world: World) -> None:
         self.args, self.server, self.db, self.world = args, server, db, world
-        self.path = f"/{world.app}/autocrud/{TABLE}/subscribe"
         self.window: tuple[float, float] = (float("inf"), float("-inf"))
         self.phase: Phase | None = None
         self.arrivals: list[tuple[bytes, float]] = []  # (row uid, arrival) inside the window
         self.responses: dict[bytes, float] = {}
-        self.subs_by_org_role: Counter[tuple[int, str]] = Counter()
+        # Subscribers per (org, role, table) they follow; a multi-table one counts per table.
+        self.subs: Counter[tuple[int, str, str]] = Counter()
 
     # subscribers -----------------------------------------------------------------------
     def on_block(self, client: SseClient, block: bytes, now: float) -> None:
@@ -594,23 +618,31 @@ class FanoutRun:
         if role == "field" and b'"status":"draft"' in block:
             phase.violations += 1
 
-    async def open(self) -> list[SseClient]:
+    async def open(self, count: int, multi: bool = False) -> list[SseClient]:
+        """`count` subscribers spread over orgs and roles; each follows one table (round-robin
+        over the app's tables), or with `multi` all of them on one `/{app}/subscribe`."""
         a, w = self.args, self.world
         roles = list(ROLES)
         requests = []
-        for n in range(a.subscribers):
+        self.subs.clear()
+        every = f"/{w.app}/subscribe?tables={','.join(w.tables)}"
+        for n in range(count):
             org, role = n % len(w.orgs), roles[(n // len(w.orgs)) % len(roles)]
             tokens = w.tokens[(org, role)]
             token = tokens[(n // (len(w.orgs) * len(roles))) % len(tokens)]
-            requests.append((subscribe_request(self.server.host, self.server.port, self.path,
+            table = w.tables[(n // (len(w.orgs) * len(roles))) % len(w.tables)]
+            path = every if multi else f"/{w.app}/autocrud/{table}/subscribe"
+            requests.append((subscribe_request(self.server.host, self.server.port, path,
                                                token), role))
-            self.subs_by_org_role[(org, role)] += 1
+            for followed in (w.tables if multi else [table]):
+                self.subs[(org, role, followed)] += 1
         return await open_subscribers(self.server.host, self.server.port, requests,
-                                      self.on_block, a.connect_concurrency)
+                                      self.on_block, a.connect_concurrency, progress=count > 2000)
 
-    def reach(self, org: int, draft: bool) -> int:
-        c = self.subs_by_org_role
-        return c[(org, "reader")] + c[(org, "auditor")] + (0 if draft else c[(org, "field")])
+    def reach(self, org: int, draft: bool, table: str = TABLE) -> int:
+        c = self.subs
+        return (c[(org, "reader", table)] + c[(org, "auditor", table)]
+                + (0 if draft else c[(org, "field", table)]))
 
     # writers ---------------------------------------------------------------------------
     async def drive(self, phase: Phase, warmup: float) -> None:
@@ -643,20 +675,21 @@ class FanoutRun:
                     elif delay < -0.05 and measure_from <= due <= end:
                         phase.late += 1
                     org, draft = n % len(w.orgs), n % 5 == 4
+                    table = w.tables[(n // len(w.orgs)) % len(w.tables)]
                     t0 = time.perf_counter()
                     if sql is not None:
-                        await sql(pg, org, draft, t0)
+                        await sql(pg, org, draft, t0, table)
                         status, body = 201, b""
                     else:
                         assert conn is not None
                         status, body = await conn.request(
-                            "POST", f"/{w.app}/autocrud/{TABLE}", w.writers[org],
+                            "POST", f"/{w.app}/autocrud/{table}", w.writers[org],
                             row_body(n, draft, t0))
                     t1 = time.perf_counter()
                     if measure_from <= t0 <= end:
                         if status == 201:
                             phase.writes += 1
-                            phase.expected += self.reach(org, draft)
+                            phase.expected += self.reach(org, draft, table)
                         else:
                             phase.write_errors[status] += 1
                     if status == 201 and body.startswith(b'{"uid":"'):
@@ -675,7 +708,7 @@ class FanoutRun:
 
         return await asyncpg.connect(self.db.url, server_settings={"application_name": "bench"})
 
-    async def sql(self, pg: Any, org: int, draft: bool, t0: float) -> None:
+    async def sql(self, pg: Any, org: int, draft: bool, t0: float, table: str = TABLE) -> None:
         """What the write service does for a create: the row and its change-log row, one
         transaction (minus the REST request around it)."""
         w = self.world
@@ -683,12 +716,12 @@ class FanoutRun:
         schema = "app_" + uuid.UUID(w.app_uid).hex
         async with pg.transaction():
             await pg.execute(
-                f'INSERT INTO "{schema}"."{TABLE}" (uid, org_uid, title, status, secret, stamp, qty)'
+                f'INSERT INTO "{schema}"."{table}" (uid, org_uid, title, status, secret, stamp, qty)'
                 " VALUES ($1, $2, $3, $4, $5, $6, $7)", uid, uuid.UUID(w.orgs[org]), "row",
                 "draft" if draft else "open", "s-secret", f"{t0:.6f}", 1)
             await pg.execute(
                 "INSERT INTO authoric.changes (app_uid, table_name, op, row_uid, org_uid)"
-                " VALUES ($1, $2, 'insert', $3, $4)", uuid.UUID(w.app_uid), TABLE, uid,
+                " VALUES ($1, $2, 'insert', $3, $4)", uuid.UUID(w.app_uid), table, uid,
                 uuid.UUID(w.orgs[org]))
         self.responses[str(uid).encode()] = time.perf_counter()
 
@@ -789,9 +822,23 @@ def census_report(p: Phase, classes_per_org: int) -> str:
 
 async def run(args: argparse.Namespace, server: Server, db: Database, world: World) -> list[Phase]:
     bench = FanoutRun(args, server, db, world)
+    if not args.multi_subscribers:
+        return await run_group(bench, "", args.subscribers, multi=False)
+    # Multi-table mode: the same app, writes and deliveries per change, one group at a time.
+    phases = await run_group(bench, "single ", args.subscribers, multi=False)
+    await asyncio.sleep(3)  # let the server see the first group's connections go
+    return phases + await run_group(bench, "multi ", args.multi_subscribers, multi=True)
+
+
+async def run_group(bench: FanoutRun, label: str, count: int, multi: bool) -> list[Phase]:
+    """Open `count` subscribers, measure each rate (and the census), close them."""
+    args, server, db, world = bench.args, bench.server, bench.db, bench.world
     t0 = time.perf_counter()
-    clients = await bench.open()
-    print(f"{len(clients)} subscribers open in {time.perf_counter() - t0:.1f} s "
+    clients = await bench.open(count, multi)
+    follows = (f"each following all {len(world.tables)} tables on one stream" if multi else
+               f"each following one of {len(world.tables)} tables" if len(world.tables) > 1
+               else "")
+    print(f"{label}{len(clients)} subscribers {follows} open in {time.perf_counter() - t0:.1f} s "
           f"(server RSS {rss_bytes(server.pid) / 2**20:.0f} MiB)", flush=True)
     await asyncio.sleep(1)
     idle_before = Cpu.take(server.pid, db.pid)
@@ -801,11 +848,11 @@ async def run(args: argparse.Namespace, server: Server, db: Database, world: Wor
           f"  (no writes, {len(clients)} open streams)", flush=True)
     phases = []
     for rate in args.rates:
-        phase = await bench.run_phase(f"{rate:g}/s", rate, args.seconds, args.warmup)
+        phase = await bench.run_phase(f"{label}{rate:g}/s", rate, args.seconds, args.warmup)
         print_phase(phase)
         phases.append(phase)
     if args.census and db.log is not None:
-        phase = await bench.run_phase(f"{args.rates[0]:g}/s", args.rates[0], args.census,
+        phase = await bench.run_phase(f"{label}{args.rates[0]:g}/s", args.rates[0], args.census,
                                       args.warmup, census=True)
         phases.append(phase)
         print()
@@ -813,7 +860,7 @@ async def run(args: argparse.Namespace, server: Server, db: Database, world: Wor
     elif args.census:
         print("statement census: n/a (DATABASE_URL: the PostgreSQL log is not ours to read)")
     dropped = sum(1 for c in clients if c.closed.done() or c.ended)
-    print(f"\nstreams ended by the server during the run: {dropped} of {len(clients)}")
+    print(f"\n{label}streams ended by the server during the run: {dropped} of {len(clients)}")
     for c in clients:
         c.close()
     return phases
@@ -871,6 +918,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="concurrent write connections the pacer may use (32)")
     ap.add_argument("--connect-concurrency", type=int, default=50,
                     help="subscribe requests in flight while opening (50)")
+    ap.add_argument("--tables", type=int, default=1,
+                    help="tables written round-robin, same columns and policies (1)")
+    ap.add_argument("--multi-subscribers", type=int, default=0,
+                    help="multi-table mode: after the single-table group, this many subscribers "
+                         "of /{app}/subscribe?tables=<all tables> (0: off)")
     ap.add_argument("--census", type=float, default=5.0,
                     help="seconds of statement census at the first rate; 0 to skip (5)")
     args = ap.parse_args(argv)
@@ -896,7 +948,7 @@ def install_uvloop() -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     install_uvloop()
-    raise_nofile(args.subscribers + 2000)
+    raise_nofile(max(args.subscribers, args.multi_subscribers) + 2000)
     banner("fan-out")
     random.seed(1)
     with tempfile.TemporaryDirectory(prefix="authoric-bench-") as tmp:
@@ -904,13 +956,14 @@ def main(argv: list[str] | None = None) -> int:
         with database(work) as db, running_server(work, db) as server:
             t0 = time.perf_counter()
             world = build_world(server, args.orgs, args.users_per_class,
-                                login_all=args.login_all)
+                                login_all=args.login_all, tables=args.tables)
             print(f"app {world.app}: {args.orgs} orgs, roles {', '.join(ROLES)} (+ writer), "
                   f"{len(ROLES) * args.users_per_class + 1} users, each a member of every org; "
                   f"{sum(len(v) for v in world.tokens.values()) + len(world.writers)} tokens "
                   f"({world.logins} by password login), built in {time.perf_counter() - t0:.0f} s;"
-                  f" {args.subscribers} subscribers = {args.orgs * len(ROLES)} read classes; "
-                  f"writer: {args.writer}", flush=True)
+                  f" {args.subscribers} subscribers = {args.orgs * len(ROLES)} read classes "
+                  f"per table; tables: {', '.join(world.tables)}; writer: {args.writer}",
+                  flush=True)
             phases = asyncio.run(run(args, server, db, world))
             report_server_errors(server)
     print("\n" + figures(phases))

@@ -143,7 +143,7 @@ async def run_pgbench(variant: str, args: argparse.Namespace, dsn: str, work: Pa
     await sql(dsn, "CHECKPOINT")
     seq = None
     if variant == "row+log+seq":
-        seq = Sequencer(Settings(), dsn)
+        seq = Sequencer(Settings(), dsn, safety_poll=0.005)
         seq.start()
         for _ in range(100):
             if seq.leader:

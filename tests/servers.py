@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-ADMIN_TOKEN = "test-admin-token"
+ADMIN_TOKEN = "test-admin-token-0123456789"  # 24+ characters: the server refuses shorter
 
 
 def free_port() -> int:
@@ -52,6 +52,8 @@ def start_server(database_url: str, data_dir: Path, port: int | None = None,
         "AUTHORIC_DATA_DIR": str(data_dir),
         "AUTHORIC_ADMIN_TOKEN": ADMIN_TOKEN,
         "AUTHORIC_TOKEN_RATE_LIMIT": "1000",
+        "AUTHORIC_WORKERS": "1",  # one process unless a test asks for more: per-process state
+        "AUTHORIC_LOGIN_ACCOUNT_LIMIT": "1000",
         **extra_env,
     }
     log_path = data_dir / f"server-{port}.log"

@@ -1,7 +1,7 @@
 """audit log: every admin change, admin row write and impersonation, per app
 
 Revision ID: 0003
-Revises: 0002
+Revises: 0004 (main added 0004 while this branch was open)
 Create Date: 2026-12-03
 """
 import sqlalchemy as sa
@@ -9,7 +9,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0003"
-down_revision = "0002"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 

@@ -8,18 +8,31 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from authoric import clock
 from authoric.auth.ratelimit import RateLimiter
 from authoric.auth.secrets import admin_token, jwt_secret
 from authoric.catalog.snapshot import SnapshotCache
 from authoric.changes.sequencer import Sequencer
 from authoric.db.embedded import embedded_database_url
 from authoric.db.engine import create_engine, libpq_url
-from authoric.http import admin, autocrud, console, console_static, openapi, sessions, subscribe
+from authoric.http import (
+    admin,
+    autocrud,
+    console,
+    console_static,
+    health,
+    metrics,
+    openapi,
+    sessions,
+    subscribe,
+)
 from authoric.http.admin_audit import AdminAudit
 from authoric.http.context import Services
 from authoric.http.cors import AppCors, app_origins
 from authoric.http.errors import install_error_handlers
 from authoric.http.limits import BodyLimit
+from authoric.http.observe import Observe
+from authoric.observability.metrics import Metrics
 from authoric.realtime.hub import Hub
 from authoric.realtime.relay import Relay
 from authoric.settings import Settings
@@ -27,11 +40,15 @@ from authoric.settings import Settings
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
+    counted = Metrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        clock.install(settings.test_clock_file)
         url = settings.database_url or embedded_database_url(settings.data_dir)
         engine = create_engine(settings, url)
+        counted.watch_pool(engine)
+        app.state.head_revision = health.head_revision()
         snapshots = SnapshotCache()
         hub = Hub(engine, snapshots)
         # A relay batch never exceeds half a subscriber queue, so a backlog alone does not
@@ -41,7 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.services = Services(
             settings=settings, engine=engine, jwt_secret=jwt_secret(settings),
             admin_token=admin_token(settings), snapshots=snapshots,
-            token_limiter=RateLimiter(settings.token_rate_limit), hub=hub, sequencer=sequencer,
+            token_limiter=RateLimiter(settings), hub=hub, sequencer=sequencer,
         )
         app.state.relay = relay
         # Long-lived objects built at startup need no more collector passes: with thousands
@@ -52,17 +69,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            # By now uvicorn has stopped accepting, streams have ended (sse-starlette sees the
+            # shutdown) and in-flight requests have finished or the grace period is over.
             await relay.stop()
             await sequencer.stop()
             await engine.dispose()
+            counted.process_ended()
 
     app = FastAPI(title="Authoric platform API", version="0.1.0", lifespan=lifespan,
                   docs_url="/docs", redoc_url=None)
+    app.state.metrics = counted
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes,
                        import_limit=settings.max_import_bytes)
     app.add_middleware(AdminAudit)
+    app.add_middleware(Observe, metrics=counted)
     app.add_middleware(AppCors, origins_of=app_origins)  # outermost: 413s get CORS headers too
+    app.include_router(health.router)
+    app.include_router(metrics.router)
     app.include_router(subscribe.router)  # before admin: `.../rows/subscribe` is not a row uid
     app.include_router(admin.router)
     app.include_router(console.router)

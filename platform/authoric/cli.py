@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
+import tempfile
 from pathlib import Path
 
-from authoric.auth.secrets import admin_token
+from authoric.auth.secrets import Secret, ensure_secrets
 from authoric.db import migrate
 from authoric.db.embedded import embedded_database_url
 from authoric.settings import Settings
@@ -29,22 +31,69 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+MAX_DEFAULT_WORKERS = 4
+WORKER_HEALTHCHECK = 60  # seconds a worker may take to answer the supervisor
+
+
+def default_workers() -> int:
+    """One worker per core this process may run on, at most 4.
+
+    Each worker is a whole server (its own pool of up to 2 x AUTHORIC_DB_POOL_SIZE connections
+    plus two dedicated ones), so the cap keeps a default install under PostgreSQL's default
+    max_connections of 100. More cores than that are better used by more replicas."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_DEFAULT_WORKERS))
+
+
+def announce(base: str, token: Secret) -> None:
+    """Where the server is; the admin token only when generated just now (never one from the
+    environment, never again on later starts: logs are kept longer than terminals)."""
+    print(f"Authoric is starting at {base}", flush=True)
+    print(f"console: {base}/console/ (sign in with the admin token)", flush=True)
+    if token.created:
+        print(f"admin token (generated, kept in {token.path}): {token.value}", flush=True)
+        print(f"try: curl -H 'Authorization: Bearer {token.value}' {base}/admin/apps", flush=True)
+    elif token.path is not None:
+        print(f"admin token: in {token.path}", flush=True)
+    else:
+        print("admin token: from AUTHORIC_ADMIN_TOKEN", flush=True)
+
+
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
+
+    from authoric.observability.logs import log_config
 
     url = database_url(settings)
     migrate.upgrade(url)
     # Workers re-read settings from the environment: hand them the resolved database.
     os.environ["DATABASE_URL"] = url
     os.environ["AUTHORIC_DATA_DIR"] = str(settings.data_dir)
-    token = admin_token(settings)
-    base = f"http://{args.host}:{args.port}"
-    print(f"Authoric is starting at {base}", flush=True)
-    print(f"admin token: {token}", flush=True)
-    print(f"console: {base}/console/ (sign in with the admin token)", flush=True)
-    print(f"try: curl -H 'Authorization: Bearer {token}' {base}/admin/apps", flush=True)
+    # Secrets exist before any worker starts: workers only read them, never race to create.
+    token = ensure_secrets(settings)
+    workers = args.workers or settings.workers or default_workers()
+    if workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        # Workers' metrics live in shared files, summed when any worker is scraped.
+        metrics_dir = tempfile.mkdtemp(prefix="authoric-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    announce(f"http://{args.host}:{args.port}", token)
+    # uvicorn re-raises the signal that stopped it once it has shut down gracefully; with
+    # these handlers in place that is a no-op, so we return 0 and atexit stops the embedded
+    # PostgreSQL (instead of dying by the signal, leaving it running).
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
     uvicorn.run("authoric.app:app_from_env", factory=True, host=args.host, port=args.port,
-                workers=args.workers, log_level=args.log_level, access_log=args.access_log)
+                workers=workers, log_level=args.log_level,
+                access_log=args.access_log and settings.log_format != "json",
+                log_config=log_config(settings.log_format, args.log_level, args.access_log),
+                timeout_graceful_shutdown=settings.shutdown_grace,
+                # A worker answers the supervisor's pings only once it has imported everything;
+                # on a busy machine that takes longer than uvicorn's 5 s, and the worker would
+                # be killed and restarted in a loop.
+                timeout_worker_healthcheck=WORKER_HEALTHCHECK)
     return 0
 
 
@@ -79,7 +128,9 @@ def parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="apply migrations and run the HTTP server")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument("--workers", type=int, default=None,
+                       help="server processes (default: AUTHORIC_WORKERS, else one per core, "
+                            f"at most {MAX_DEFAULT_WORKERS})")
     serve.add_argument("--log-level", default="info")
     serve.add_argument("--access-log", action=argparse.BooleanOptionalAction, default=True)
     serve.set_defaults(run=cmd_serve)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -28,7 +29,20 @@ class Settings(BaseSettings):
     token_rate_limit: int = Field(
         default=20,
         validation_alias=AliasChoices("AUTHORIC_TOKEN_RATE_LIMIT"),
-        description="token/refresh requests allowed per client address per minute",
+        description="token/refresh attempts allowed per client address, per app, per window",
+    )
+    account_rate_limit: int = Field(
+        default=10,
+        validation_alias="AUTHORIC_LOGIN_ACCOUNT_LIMIT",
+        description="login attempts allowed per account (email within an app) per window",
+    )
+    rate_window: int = Field(
+        default=60, ge=1, validation_alias="AUTHORIC_RATE_LIMIT_WINDOW",
+        description="length of the login throttle's fixed window, in seconds",
+    )
+    test_clock_file: Path | None = Field(
+        default=None, validation_alias="AUTHORIC_TEST_CLOCK_FILE",
+        description="TESTS ONLY: a file holding seconds to add to the clock for token expiry",
     )
     sse_ping_interval: float = Field(default=25.0, validation_alias="AUTHORIC_SSE_PING_INTERVAL")
     sse_replay_limit: int = Field(default=1000, validation_alias="AUTHORIC_SSE_REPLAY_LIMIT")
@@ -40,6 +54,18 @@ class Settings(BaseSettings):
     change_retention: int = Field(
         default=7 * 24 * 3600, validation_alias="AUTHORIC_CHANGE_RETENTION"
     )
+
+    workers: int | None = Field(
+        default=None, validation_alias="AUTHORIC_WORKERS",
+        description="`authoric serve` processes; unset: one per core, at most 4")
+    shutdown_grace: int = Field(
+        default=8, validation_alias="AUTHORIC_SHUTDOWN_GRACE",
+        description="seconds in-flight requests get to finish after SIGTERM")
+    log_format: Literal["text", "json"] = Field(
+        default="text", validation_alias="AUTHORIC_LOG_FORMAT")
+    metrics_token: str | None = Field(
+        default=None, validation_alias="AUTHORIC_METRICS_TOKEN",
+        description="a bearer token for GET /metrics only (the admin token is always accepted)")
 
     def secret_file(self, name: str) -> Path:
         return self.data_dir / name

@@ -299,3 +299,32 @@ def _open_when_allowed(tables: Tables, server: ServerProcess, timeout: float = 3
         stream.close()
         tables.insert("notes")
         time.sleep(0.2)
+
+
+# -- the app's OpenAPI document ----------------------------------------------------------------
+
+def test_app_document_describes_the_multi_table_stream_and_its_frames_validate(
+        tables: Tables) -> None:
+    import jsonschema_rs
+
+    doc = expect(tables.clerk.get(f"/{tables.world.name}/openapi.json"), 200)
+    route = doc["paths"][f"/{tables.world.name}/subscribe"]["get"]
+    param = next(p for p in route["parameters"] if p["name"] == "tables")
+    assert set(param["schema"]["items"]["enum"]) == set(TABLES)
+    assert {"200", "400", "401", "403", "404", "406", "429"} <= set(route["responses"])
+    stream = tables.subscribe(tables.clerk)
+    row = tables.insert("vendors")
+    stream.wait_for_change(row["uid"])
+    expect(tables.clerk.delete(f"{tables.world.rows('vendors')}/{row['uid']}"), 204)
+    stream.wait_for_change(row["uid"], "delete")
+
+    def valid(kind: str, data: Any) -> bool:
+        root = {"$ref": f"#/components/schemas/subscribe.event.{kind}",
+                "components": doc["components"]}
+        return bool(jsonschema_rs.Draft202012Validator(root).is_valid(data))
+
+    connected, insert, delete = stream.events()[:3]
+    assert valid("connected", connected.data) and valid("insert", insert.data)
+    assert valid("delete", delete.data) and not valid("insert", delete.data)
+    assert valid("resync", {"reason": "bulk_change", "table": "notes"})
+    assert not valid("resync", {"reason": "bulk_change", "table": "ghosts"})

@@ -6,10 +6,12 @@ app document, to the documented status codes and content types), every error car
 contract's envelope, and the same request without credentials, with a bogus token or with a
 token of another app is refused with 401.
 
-The platform document is FastAPI's: its routes parse JSON bodies themselves, so it declares no
-request bodies and no security scheme. The tests add request-body schemas for the admin and
-session routes (so bodies are fuzzed too) and pin `{app}` to a throwaway app (so requests
-reach past the app lookup). Runs are bounded: a few examples per operation.
+The platform document is FastAPI's. It declares the admin and session routes' request bodies
+(their Pydantic models) but no security scheme, and not the autocrud routes' bodies, which
+depend on the app. The platform is fuzzed twice: with its bodies as declared (valid and
+invalid ones), and with hand-tuned bodies whose names hit the pinned app's tables and roles,
+so requests reach past validation. `{app}` is pinned to a throwaway app (so requests reach past
+the app lookup). Runs are bounded: a few examples per operation.
 """
 
 from __future__ import annotations
@@ -271,8 +273,11 @@ class Pins:
     thing: str  # a row of `things`
 
 
-def platform_document(raw: dict[str, Any], pins: Pins) -> dict[str, Any]:
-    """The platform document with request bodies declared and some path parameters pinned:
+def platform_document(raw: dict[str, Any], pins: Pins,
+                      bodies: dict[tuple[str, str], tuple[str, dict[str, Any]]] | None = None,
+                      ) -> dict[str, Any]:
+    """The platform document with request bodies replaced by `bodies` (default: the hand-tuned
+    REQUEST_BODIES) and some path parameters pinned:
     `{app}` everywhere, `{table}` to `things` on autocrud routes and to `scratch` on admin
     routes, and the membership route to a bystander's membership."""
     doc = copy.deepcopy(raw)
@@ -286,7 +291,7 @@ def platform_document(raw: dict[str, Any], pins: Pins) -> dict[str, Any]:
         if template.endswith("/members/{user}"):
             pinned.update(org=pins.org, user=pins.bystander)
         for method, operation in item.items():
-            body = REQUEST_BODIES.get((method, template))
+            body = (REQUEST_BODIES if bodies is None else bodies).get((method, template))
             if body is not None:
                 media_type, schema = body
                 operation["requestBody"] = {"required": True,
@@ -360,3 +365,43 @@ PLATFORM_CHECKS = [st_checks.not_a_server_error, st_checks.response_schema_confo
 def test_the_platform_api_never_fails_and_refuses_missing_or_bad_credentials(
         platform_schema: Any, platform_fuzz: Fuzzed) -> None:
     fuzz(platform_schema, platform_fuzz, PLATFORM_CHECKS)
+
+
+# The autocrud bodies depend on the app, so the platform document cannot declare them.
+AUTOCRUD_BODIES = {key: body for key, body in REQUEST_BODIES.items()
+                   if key[1].startswith("/{app}/autocrud/")}
+
+
+def _declared_document(platform_world: tuple[AppWorld, Pins, str], platform_fuzz: Fuzzed,
+                       bodies_only: bool) -> dict[str, Any]:
+    """The platform document with the admin and session bodies as the server declares them
+    (and, with `bodies_only`, only the operations that take a body)."""
+    _, pins, _ = platform_world
+    raw = expect(httpx.get(f"{platform_fuzz.base_url}/openapi.json"), 200)
+    for method, template in (("post", "/admin/apps"), ("put", "/admin/apps/{app}/roles/{role}"),
+                             ("post", "/{app}/auth/token")):
+        assert "requestBody" in raw["paths"][template][method], (method, template)
+    doc = platform_document(raw, pins, AUTOCRUD_BODIES)
+    if bodies_only:
+        doc["paths"] = {path: ops for path, item in doc["paths"].items() if (ops := {
+            method: op for method, op in item.items() if "requestBody" in op})}
+    return doc
+
+
+def _schema(doc: dict[str, Any], pins: Pins) -> Any:
+    return (schemathesis.openapi.from_dict(doc)
+            .exclude(method="DELETE", path=f"/admin/apps/{pins.app}")
+            .exclude(path_regex=r"/subscribe$"))
+
+
+def test_the_platform_api_keeps_its_declared_bodies_and_never_fails(
+        platform_world: tuple[AppWorld, Pins, str], platform_fuzz: Fuzzed) -> None:
+    doc = _declared_document(platform_world, platform_fuzz, bodies_only=False)
+    fuzz(_schema(doc, platform_world[1]), platform_fuzz, PLATFORM_CHECKS)
+
+
+def test_bodies_breaking_the_platforms_declared_schemas_get_a_client_error_never_a_5xx(
+        platform_world: tuple[AppWorld, Pins, str], platform_fuzz: Fuzzed) -> None:
+    doc = _declared_document(platform_world, platform_fuzz, bodies_only=True)
+    fuzz(_schema(doc, platform_world[1]), platform_fuzz, [st_checks.not_a_server_error],
+         GenerationMode.NEGATIVE)

@@ -6,19 +6,24 @@ tampered with, unsigned (`alg: none`), of another app, or of the wrong type.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
 import json
 import time
+import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
 from tests.scenario import AppWorld, Caller, expect
-from tests.servers import ServerProcess
+from tests.servers import ServerProcess, start_server
 
 
 @pytest.fixture(autouse=True)
@@ -29,12 +34,51 @@ def no_stack_traces(server: ServerProcess) -> Iterator[None]:
     assert "Traceback" not in server.log()[before:], server.log()[before:]
 
 
-@pytest.fixture
-def notes(world: AppWorld) -> AppWorld:
+def _with_notes(world: AppWorld) -> AppWorld:
     world.table("notes", [{"name": "body", "type": "text"}])
     world.role("writer", ["notes:*"])
     world.org("Northwind")
     return world
+
+
+@pytest.fixture
+def notes(world: AppWorld) -> AppWorld:
+    return _with_notes(world)
+
+
+@dataclass
+class Clocked:
+    """A server of its own whose clock (for token expiry) the test moves forward."""
+
+    server: ServerProcess
+    client: httpx.Client
+    clock_file: Path
+
+    def notes(self) -> AppWorld:
+        return _with_notes(AppWorld.create(self.server, self.client))
+
+    def advance(self, seconds: float) -> None:
+        offset = float(self.clock_file.read_text() or 0)
+        self.clock_file.write_text(str(offset + seconds))
+
+
+@pytest.fixture(scope="module")
+def clocked_server(database_url: str, tmp_path_factory: pytest.TempPathFactory,
+                   ) -> Iterator[tuple[ServerProcess, Path]]:
+    data = tmp_path_factory.mktemp("clocked")
+    clock_file = data / "clock-offset"
+    clock_file.write_text("0")
+    proc = start_server(database_url, data, AUTHORIC_TEST_CLOCK_FILE=str(clock_file))
+    yield proc, clock_file
+    proc.stop()
+
+
+@pytest.fixture
+def clocked(clocked_server: tuple[ServerProcess, Path]) -> Iterator[Clocked]:
+    proc, clock_file = clocked_server
+    clock_file.write_text("0")
+    with httpx.Client(base_url=proc.url, timeout=30) as client:
+        yield Clocked(proc, client, clock_file)
 
 
 def _post(world: AppWorld, route: str, body: Any) -> httpx.Response:
@@ -86,6 +130,11 @@ def test_user_logging_in_with_a_differently_cased_email_gets_in(notes: AppWorld)
            200)
 
 
+def _without_request_id(body: dict[str, Any]) -> dict[str, Any]:
+    details = {k: v for k, v in body["error"]["details"].items() if k != "requestId"}
+    return {"error": {**body["error"], "details": details}}
+
+
 def test_wrong_email_and_wrong_password_get_the_identical_401(notes: AppWorld) -> None:
     user, _ = _member(notes)
     org = notes.orgs["Northwind"]
@@ -95,7 +144,8 @@ def test_wrong_email_and_wrong_password_get_the_identical_401(notes: AppWorld) -
                                          "password": user["password"], "org": org})
     expect(wrong_password, 401, "UNAUTHENTICATED")
     expect(wrong_email, 401, "UNAUTHENTICATED")
-    assert wrong_password.json() == wrong_email.json()
+    # Each answer carries its own request id; everything else must be identical.
+    assert _without_request_id(wrong_password.json()) == _without_request_id(wrong_email.json())
     assert wrong_password.headers.get("www-authenticate") == wrong_email.headers.get(
         "www-authenticate")
 
@@ -241,16 +291,55 @@ def test_caller_without_a_token_gets_401(notes: AppWorld, http: httpx.Client) ->
 
 
 def test_holder_of_an_expired_access_token_gets_401_token_expired_and_can_refresh(
-        notes: AppWorld) -> None:
-    expect(notes.admin.patch(notes.base, json={"settings": {"accessTokenTtl": 1}}), 200)
+        clocked: Clocked) -> None:
+    notes = clocked.notes()
+    expect(notes.admin.patch(notes.base, json={"settings": {"accessTokenTtl": 60}}), 200)
     _, member = _member(notes)
     expect(member.get(notes.rows("notes")), 200)
-    time.sleep(2.2)
+    clocked.advance(61)  # the server's clock: no waiting, no race with a busy machine
     expect(member.get(notes.rows("notes")), 401, "TOKEN_EXPIRED")
     expect(member.post(notes.rows("notes"), json={"body": "late"}), 401, "TOKEN_EXPIRED")
     pair = expect(_post(notes, "refresh", {"refresh_token": member.refresh_token}), 200)
-    assert pair["expires_in"] == 1
-    expect(_with_token(member, pair["access_token"]).get(notes.rows("notes")), 200)
+    assert pair["expires_in"] == 60
+    fresh = _with_token(member, pair["access_token"])
+    expect(fresh.get(notes.rows("notes")), 200)
+    clocked.advance(59)
+    expect(fresh.get(notes.rows("notes")), 200)
+    clocked.advance(2)
+    expect(fresh.get(notes.rows("notes")), 401, "TOKEN_EXPIRED")
+
+
+def test_holder_of_a_refresh_token_past_its_lifetime_gets_401(clocked: Clocked) -> None:
+    notes = clocked.notes()
+    expect(notes.admin.patch(notes.base, json={"settings": {"refreshTokenTtl": 3600}}), 200)
+    _, member = _member(notes)
+    clocked.advance(3601)
+    expect(_post(notes, "refresh", {"refresh_token": member.refresh_token}), 401)
+
+
+def test_expired_refresh_tokens_are_deleted_at_a_later_login(clocked: Clocked,
+                                                             database_url: str) -> None:
+    notes = clocked.notes()
+    expect(notes.admin.patch(notes.base, json={"settings": {"refreshTokenTtl": 3600}}), 200)
+    clocked.advance(-7200)  # issued "two hours ago": expired by the database's own clock
+    user, _ = _member(notes)
+    assert _refresh_rows(database_url, user["uid"]) == 1
+    clocked.advance(7200)
+    _member(notes)  # anyone's login clears out a batch of expired rows
+    assert _refresh_rows(database_url, user["uid"]) == 0
+
+
+def _refresh_rows(database_url: str, user_uid: str) -> int:
+    async def count() -> int:
+        conn = await asyncpg.connect(database_url)
+        try:
+            return int(await conn.fetchval(
+                "SELECT count(*) FROM authoric.refresh_tokens WHERE user_uid = $1",
+                uuid.UUID(user_uid)))
+        finally:
+            await conn.close()
+
+    return asyncio.run(count())
 
 
 def test_holder_of_a_token_with_a_tampered_signature_gets_401(notes: AppWorld) -> None:

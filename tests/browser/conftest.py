@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import shutil
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 HERE = Path(__file__).parent
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = Path(os.environ.get("AUTHORIC_TEST_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 PAGE = """<!doctype html>
@@ -36,9 +37,21 @@ def _missing() -> str | None:
     return None
 
 
-if (_why := _missing()) is not None:
-    print(f"\n*** SKIPPING the browser tests in tests/browser: {_why} ***\n", file=sys.stderr)
-    pytest.skip(f"browser tests need Chromium and npm: {_why}", allow_module_level=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    why = _missing()
+    if why is None:
+        return
+    skip = pytest.mark.skip(reason=f"browser tests need Chromium and npm: {why}")
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(HERE):
+            item.add_marker(skip)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    why = _missing()
+    if why is not None:
+        terminalreporter.write_line(f"*** SKIPPED the browser tests (tests/browser): {why} ***",
+                                    red=True, bold=True)
 
 
 @pytest.fixture(scope="session")

@@ -4,8 +4,12 @@ contract says, however rows, roles, row policies, redaction and memberships chan
 This extends the governance state machine (tests/integration/test_governance_model.py; its
 world, model, rules and helpers are imported, not copied) with subscribers:
 - every (user, org) principal keeps a stream open per table whenever it may subscribe
-  (member, `read_list` and `read` granted); opening otherwise must answer what the model
-  says (401 UNAUTHENTICATED for a non-member, 403 FORBIDDEN without either permission);
+  (member, `read_list` and `read` granted), and one multi-table stream over both tables
+  (`/{app}/subscribe?tables=things,notes`, section 5b) whenever it may subscribe to both;
+  opening otherwise must answer what the model says (401 UNAUTHENTICATED for a non-member,
+  403 FORBIDDEN without either permission, for the first table that fails). An open
+  multi-table stream must carry, in position order, exactly what the two per-table streams
+  would, each `resync` naming its table;
 - a *watcher* (a fourth user with `*:*`, outside the model's principals) keeps a stream per
   (org, table), owns one sentinel row per (org, table), and also seeds, creates, updates and
   deletes rows of either org (so that rows exist whatever the members may do);
@@ -42,7 +46,7 @@ Each step makes at most one write, so no row is written twice between two delive
 Users log in once per module (tokens stay valid across role and membership changes: roles are
 looked up per request and per event); each example starts from a clean app.
 
-Bounded: 8 examples of up to 15 steps, about 1 min on the loaded 2-core machine.
+Bounded: 8 examples of up to 15 steps, about 2 min on the loaded 2-core machine.
 
 Manual check that the machine has teeth (once each, on a copy of the tree in /tmp/feedcopy,
 run there with `PYTHONPATH=/tmp/feedcopy/platform` and the main venv's python, so that only
@@ -103,8 +107,10 @@ SENTINEL_VALUES: dict[str, dict[str, Any]] = {"things": {"title": "c", "amount":
                                               "notes": {"body": "c"}}
 QUIET = 0.1  # seconds, for streams that may receive nothing (see the module docstring)
 
+MULTI = "*"  # the table of a key whose stream is the multi-table one, over every table
 Key = tuple[int | None, int, str]  # (user index, or None for the watcher; org index; table)
-Event = tuple[str, str | None, dict[str, Any] | None]  # (op or "resync", row uid, row)
+# (op, row uid, row) for a change; ("resync", table, None) for a bulk change's resync
+Event = tuple[str, str | None, dict[str, Any] | None]
 
 
 class ChangeLog:
@@ -159,6 +165,9 @@ class FeedModel(Model):
     """The governance model, plus subscribing, updating and deleting."""
 
     def subscribe(self, u: int, o: int, table: str) -> Answer:
+        if table == MULTI:  # every table passes the gate; the first that fails answers
+            return next((a for t in TABLES if (a := self.subscribe(u, o, t)).status != 200),
+                        Answer(200))
         return (self.gate(u, o, table, "read_list") or self.gate(u, o, table, "read")
                 or Answer(200))
 
@@ -414,6 +423,13 @@ class FeedMachine(GovernanceMachine):
         u, o, table = key
         return u is None or self.model.subscribe(u, o, table).status == 200
 
+    def _live_tables(self, key: Key) -> list[str]:
+        """The tables whose changes this open stream carries now (in the sentinels' order):
+        a multi-table stream carries each table its principal may still subscribe to."""
+        u, o, table = key
+        tables = list(TABLES) if table == MULTI else [table]
+        return [t for t in tables if self._live((u, o, t))]
+
     def _view(self, key: Key, row: dict[str, Any]) -> dict[str, Any] | None:
         """The row as this subscriber would GET it now, or None if it may not."""
         u, o, table = key
@@ -425,6 +441,8 @@ class FeedMachine(GovernanceMachine):
         return answer.body if answer.status == 200 else None
 
     def _expected(self, key: Key, change: Change) -> Event | None:
+        if key[2] == MULTI:  # what the stream of the change's table would carry
+            key = (key[0], key[1], change.table)
         if change.table != key[2]:
             return None
         if change.op == "delete":
@@ -435,12 +453,15 @@ class FeedMachine(GovernanceMachine):
 
     def _event(self, key: Key, frame: Frame) -> Event:
         """What a frame says, after checking it names no row of another org."""
+        tables = list(TABLES) if key[2] == MULTI else [key[2]]
         if frame.event == "resync":
-            assert frame.data == {"reason": "bulk_change"}, (key, frame)
-            return ("resync", None, None)
+            assert frame.data["reason"] == "bulk_change" and set(frame.data) == {
+                "reason", "table"}, (key, frame)
+            assert frame.data["table"] in tables, (key, frame)
+            return ("resync", frame.data["table"], None)
         assert frame.is_change, ("unexpected frame", key, frame)
         data = frame.data
-        assert data["table"] == key[2], (key, frame)
+        assert data["table"] in tables, (key, frame)
         uid = frame.row_uid
         assert uid is not None and self.org_of.get(uid) == self.world.orgs[key[1]], (
             "another org's row", key, frame)
@@ -481,15 +502,16 @@ class FeedMachine(GovernanceMachine):
         sent = self.log.head()
         quiet = False
         for key, sub in self.subs.items():
-            live = self._live(key)
-            sub.windows.append(Window(hi, sent, [("resync", None, None)] if live else []))
+            live = self._live_tables(key)
+            sub.windows.append(Window(hi, sent, [("resync", t, None) for t in live]))
             u, o, _ = key
             if u is not None and (u, o) not in self.model.members:
                 sub.stream.wait_ended()
                 assert sub.stream.error is None, (key, sub.stream.error)
             elif live:
-                sub.stream.wait_for(lambda f: f.event == "resync" and f.id is not None
-                                    and f.pos > hi)
+                sub.stream.wait_until(lambda fs, n=len(live): len(
+                    [f for f in fs if f.event == "resync" and f.id is not None and f.pos > hi]
+                ) >= n)
             else:
                 quiet = True
         if quiet:
@@ -504,7 +526,7 @@ class FeedMachine(GovernanceMachine):
                 del self.subs[key]
         self.position = sent
         for u, o in sorted(self.world.tokens):
-            for table in TABLES:
+            for table in [*TABLES, MULTI]:
                 key = (u, o, table)
                 expected = self.model.subscribe(u, o, table)
                 if key in self.subs or (expected.status != 200 and self.tried.get(key) == (
@@ -522,8 +544,11 @@ class FeedMachine(GovernanceMachine):
         assert body == {"count": 1}, body
 
     def _open(self, key: Key, caller: Caller, expected: Answer) -> None:
-        path = f"/{self.app_name}/autocrud/{key[2]}/subscribe"
-        stream = SSEClient(self.world.app.server.url, path, caller.token)
+        if key[2] == MULTI:
+            path, params = f"/{self.app_name}/subscribe", {"tables": ",".join(TABLES)}
+        else:
+            path, params = f"/{self.app_name}/autocrud/{key[2]}/subscribe", None
+        stream = SSEClient(self.world.app.server.url, path, caller.token, params=params)
         self.tried[key] = (expected.status, expected.code)
         if expected.status == 200:
             assert stream.status_code == 200, (key, stream.status_code, stream.body)

@@ -1,29 +1,127 @@
-"""A per-process sliding-window limiter for the token and refresh endpoints."""
+"""Login throttling: attempts counted per fixed window in PostgreSQL, shared by every process.
+
+Two counters apply to each attempt at `/{app}/auth/token` (and the first to `/refresh`):
+- per client address within the app (`AUTHORIC_TOKEN_RATE_LIMIT`), against one guesser;
+- per account, the email within the app (`AUTHORIC_LOGIN_ACCOUNT_LIMIT`), against guessing
+  one account's password from many addresses.
+
+Counts key on the app's uid as the database resolved it, so the name, the uid, or the uid
+spelled differently all share one bucket, and an unknown app is a 404 before anything is
+counted. Subjects are hashed, so a key has a fixed size whatever the client sends.
+
+One statement per attempt resolves the app and bumps both counters (an upsert on an UNLOGGED
+table), timed by the database's clock, the same for every replica. Rows of past windows are
+deleted about once a window by each process, a bounded batch at a time.
+"""
 
 from __future__ import annotations
 
-import math
+import hashlib
 import time
-from collections import deque
+import uuid
+from dataclasses import dataclass
 
-from authoric.errors import TooManyRequests
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from authoric.errors import NotFound, TooManyRequests
+from authoric.settings import Settings
+
+CLIENT, ACCOUNT = "client", "account"
+PURGE_BATCH = 1000
+
+# A counter's window opens at its first attempt and lasts :window seconds (database clock,
+# shared by every replica); the first attempt after it opens the next one. Windows aligned to
+# the clock would let a burst straddle a boundary, and make "the N+1st attempt is refused"
+# depend on when the attempts started.
+_COUNT = """
+WITH app AS (
+    SELECT uid FROM authoric.apps WHERE {app_is}
+), hit AS (
+    INSERT INTO authoric.login_throttle AS t (app_uid, key, window_start, hits)
+    SELECT app.uid, v.key, now(), 1 FROM app, unnest(CAST(:keys AS bytea[])) AS v(key)
+    ON CONFLICT (app_uid, key) DO UPDATE
+    SET hits = CASE WHEN t.window_start > now() - make_interval(secs => CAST(:window AS integer))
+                    THEN t.hits + 1 ELSE 1 END,
+        window_start = CASE WHEN t.window_start > now() - make_interval(
+                                 secs => CAST(:window AS integer))
+                            THEN t.window_start ELSE now() END
+    RETURNING t.key, t.hits, CAST(ceil(extract(epoch FROM t.window_start - now()))
+                                  AS integer) + CAST(:window AS integer) AS retry
+)
+SELECT app.uid, hit.key, hit.hits, hit.retry FROM app LEFT JOIN hit ON true
+"""
+_COUNT_BY_UID = text(_COUNT.format(app_is="uid = CAST(:app AS uuid)"))
+_COUNT_BY_NAME = text(_COUNT.format(app_is="name = :app"))
+
+_PURGE = text("""
+DELETE FROM authoric.login_throttle WHERE ctid = ANY(ARRAY(
+    SELECT ctid FROM authoric.login_throttle
+    WHERE window_start < now() - make_interval(secs => CAST(:window AS integer))
+    LIMIT :batch FOR UPDATE SKIP LOCKED))
+""")
+
+
+def _key(kind: str, subject: str) -> bytes:
+    return hashlib.sha256(f"{kind}\x00{subject}".encode()).digest()
+
+
+def _as_uuid(ref: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(ref)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The resolved app and whether this attempt is over a limit."""
+
+    app_uid: uuid.UUID
+    over: str | None  # CLIENT or ACCOUNT: which limit was passed; None: go ahead
+    retry_after: int
+
+    def raise_if_over(self) -> None:
+        if self.over is not None:
+            retry = max(1, self.retry_after)
+            raise TooManyRequests("too many attempts; slow down",
+                                  {"retryAfter": retry, "limit": self.over},
+                                  {"Retry-After": str(retry)})
 
 
 class RateLimiter:
-    def __init__(self, limit: int, window: float = 60.0) -> None:
-        self.limit, self.window = limit, window
-        self._hits: dict[str, deque[float]] = {}
+    """Counts login and refresh attempts; built once per process from the settings."""
 
-    def check(self, key: str) -> None:
-        """Count one attempt for `key`; 429 with Retry-After past the limit."""
-        now = time.monotonic()
-        hits = self._hits.setdefault(key, deque())
-        while hits and hits[0] <= now - self.window:
-            hits.popleft()
-        if len(hits) >= self.limit:
-            retry = max(1, math.ceil(hits[0] + self.window - now))
-            raise TooManyRequests("too many attempts; slow down", {"retryAfter": retry},
-                                  {"Retry-After": str(retry)})
-        hits.append(now)
-        if len(self._hits) > 100_000:  # bound memory under address spraying
-            self._hits = {k: v for k, v in self._hits.items() if v and v[-1] > now - self.window}
+    def __init__(self, settings: Settings) -> None:
+        self.limits = {CLIENT: settings.token_rate_limit, ACCOUNT: settings.account_rate_limit}
+        self.window = settings.rate_window
+        self._next_purge = 0.0
+
+    async def count(self, conn: AsyncConnection, app_ref: str, client: str,
+                    account: str | None = None) -> Verdict:
+        """Count one attempt on `app_ref` (404 if there is no such app) by `client`, for
+        `account` when given. Run it in a transaction of its own that commits, so that the
+        attempt stays counted when the login then fails."""
+        subjects = {CLIENT: client}
+        if account is not None:
+            subjects[ACCOUNT] = account.strip().lower()
+        kinds = {_key(kind, subject): kind for kind, subject in subjects.items()}
+        uid = _as_uuid(app_ref)
+        rows = (await conn.execute(_COUNT_BY_UID if uid else _COUNT_BY_NAME, {
+            "app": uid or app_ref, "window": self.window, "keys": list(kinds)})).all()
+        if not rows:
+            raise NotFound("no such app", {"app": app_ref})
+        over = [(r.retry, kinds[bytes(r.key)]) for r in rows
+                if r.key is not None and r.hits > self.limits[kinds[bytes(r.key)]]]
+        await self._purge_now_and_then(conn)
+        if not over:
+            return Verdict(rows[0].uid, None, 0)
+        retry, kind = max(over)  # both passed: wait for the later window
+        return Verdict(rows[0].uid, kind, int(retry))
+
+    async def _purge_now_and_then(self, conn: AsyncConnection) -> None:
+        if time.monotonic() < self._next_purge:
+            return
+        self._next_purge = time.monotonic() + self.window
+        await conn.execute(_PURGE, {"window": self.window, "batch": PURGE_BATCH})
+

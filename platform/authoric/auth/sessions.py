@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 import uuid
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
+from authoric import clock
 from authoric.auth import tokens
+from authoric.auth.credentials import Login, RefreshToken
 from authoric.auth.passwords import verify_password
 from authoric.catalog.apps import app_settings
 from authoric.db import tables as t
@@ -20,20 +21,14 @@ from authoric.errors import Unauthenticated, ValidationFailed
 BAD_LOGIN = "wrong email or password"
 
 
-async def login(conn: AsyncConnection, secret: str, app: Any, body: Any) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise ValidationFailed("a JSON object with email and password is expected")
-    email, password, org = body.get("email"), body.get("password"), body.get("org")
-    if not isinstance(email, str) or not isinstance(password, str):
-        raise ValidationFailed("`email` and `password` are required strings",
-                               {"fields": ["email", "password"]})
-    if org is not None and not isinstance(org, str):
-        raise ValidationFailed("`org` is an org uid", {"field": "org"})
+async def login(conn: AsyncConnection, secret: str, app: Any, body: Login) -> dict[str, Any]:
+    email, password, org = body.email, body.password, body.org
     user = (await conn.execute(select(t.users).where(
         t.users.c.app_uid == app["uid"], t.users.c.email == email.strip().lower()))).first()
     if not await verify_password(user.password_hash if user else None, password) or user is None:
         raise Unauthenticated(BAD_LOGIN)
     org_uid = await _login_org(conn, user.uid, org)
+    await _purge_expired(conn)
     return await _issue(conn, secret, app, user.uid, org_uid, uuid7())
 
 
@@ -57,7 +52,7 @@ async def _login_org(conn: AsyncConnection, user_uid: uuid.UUID, org: str | None
 async def _issue(conn: AsyncConnection, secret: str, app: Any, user_uid: uuid.UUID,
                  org_uid: uuid.UUID, family: uuid.UUID) -> dict[str, Any]:
     settings = app_settings(app["settings"])
-    now = time.time()
+    now = clock.now()
     refresh_jti = uuid7()
     refresh_exp = now + settings.refresh_token_ttl
     await conn.execute(t.refresh_tokens.insert().values(
@@ -75,12 +70,9 @@ async def _issue(conn: AsyncConnection, secret: str, app: Any, user_uid: uuid.UU
     }
 
 
-def _refresh_claims(secret: str, app: Any, body: Any) -> tokens.Claims:
-    raw = body.get("refresh_token") if isinstance(body, dict) else None
-    if not isinstance(raw, str):
-        raise ValidationFailed("`refresh_token` is required", {"field": "refresh_token"})
+def _refresh_claims(secret: str, app: Any, body: RefreshToken) -> tokens.Claims:
     try:
-        claims = tokens.decode(secret, raw, tokens.REFRESH)
+        claims = tokens.decode(secret, body.refresh_token, tokens.REFRESH)
     except Unauthenticated:
         raise
     except Exception as exc:  # an expired refresh token is simply not valid any more
@@ -90,7 +82,8 @@ def _refresh_claims(secret: str, app: Any, body: Any) -> tokens.Claims:
     return claims
 
 
-async def refresh(conn: AsyncConnection, secret: str, app: Any, body: Any) -> dict[str, Any]:
+async def refresh(conn: AsyncConnection, secret: str, app: Any,
+                  body: RefreshToken) -> dict[str, Any]:
     claims = _refresh_claims(secret, app, body)
     row = (await conn.execute(select(t.refresh_tokens).where(
         t.refresh_tokens.c.jti == claims.jti).with_for_update())).first()
@@ -111,12 +104,34 @@ async def refresh(conn: AsyncConnection, secret: str, app: Any, body: Any) -> di
     return await _issue(conn, secret, app, row.user_uid, row.org_uid, row.family)
 
 
-async def logout(conn: AsyncConnection, secret: str, app: Any, body: Any) -> None:
+async def logout(conn: AsyncConnection, secret: str, app: Any, body: RefreshToken) -> None:
     claims = _refresh_claims(secret, app, body)
     row = (await conn.execute(select(t.refresh_tokens.c.family).where(
         t.refresh_tokens.c.jti == claims.jti))).first()
     if row is not None:
         await _revoke_family(conn, row.family)
+
+
+async def revoke_sessions(conn: AsyncConnection, user_uid: uuid.UUID,
+                          org_uid: uuid.UUID | None = None) -> None:
+    """End every session of the user (in `org_uid` only, when given): their refresh tokens
+    stop working, so a membership given back later does not revive them."""
+    where = [t.refresh_tokens.c.user_uid == user_uid, t.refresh_tokens.c.revoked_at.is_(None)]
+    if org_uid is not None:
+        where.append(t.refresh_tokens.c.org_uid == org_uid)
+    await conn.execute(update(t.refresh_tokens).where(*where).values(revoked_at=func.now()))
+
+
+# Expired rows are dead weight: an expired refresh token is refused before its row is read.
+# Each login deletes a bounded batch of them (index on expires_at; rows another login is
+# already deleting are skipped, not waited for).
+PURGE_BATCH = 100
+
+
+async def _purge_expired(conn: AsyncConnection) -> None:
+    expired = (select(t.refresh_tokens.c.jti).where(t.refresh_tokens.c.expires_at < func.now())
+               .limit(PURGE_BATCH).with_for_update(skip_locked=True))
+    await conn.execute(delete(t.refresh_tokens).where(t.refresh_tokens.c.jti.in_(expired)))
 
 
 async def _revoke_family(conn: AsyncConnection, family: uuid.UUID) -> None:

@@ -1,43 +1,102 @@
-"""Apps: create, look up by name or uid, settings, delete; and the version every cache keys on."""
+"""Apps: create, look up by name or uid, settings, delete; and the version every cache keys on.
+
+Also the request models of the app routes (`NewApp`, `AppChange`) and the settings they carry.
+"""
 
 from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import delete, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
-from authoric.catalog.names import check_name
+from authoric.catalog.names import Name, check_name
 from authoric.catalog.schema import schema_name
 from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
 from authoric.errors import Conflict, NotFound, ValidationFailed, invalid_body
 
-ORIGIN = re.compile(r"https?://[^/\s?#@]+/?")  # scheme://host[:port], as browsers send it
+# A browser origin as the `Origin` header carries it: scheme://host[:port], no path; or "*".
+ORIGIN_PATTERN = (r"^(\*|[A-Za-z][A-Za-z0-9+.-]*://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.~-]+)"
+                  r"(:[0-9]{1,5})?)$")
+MAX_ORIGINS = 100
+
+
+def _origin(value: str) -> str:
+    port = re.search(r":([0-9]{1,5})$", value)
+    if port and not 0 < int(port.group(1)) <= 65535:
+        raise ValueError("port out of range")
+    # Browsers send scheme and host in lower case; stored so, a comparison is exact.
+    return value.lower()
+
+
+def _origins(values: list[str]) -> list[str]:
+    if "*" in values and len(values) > 1:
+        raise ValueError('"*" allows every origin and stands alone')
+    return list(dict.fromkeys(values))
+
+
+Origin = Annotated[str, Field(pattern=ORIGIN_PATTERN, max_length=300), AfterValidator(_origin)]
+Origins = Annotated[list[Origin], Field(max_length=MAX_ORIGINS), AfterValidator(_origins)]
+AccessTokenTtl = Annotated[int, Field(ge=1, le=86_400 * 30)]
+RefreshTokenTtl = Annotated[int, Field(ge=1, le=86_400 * 3650)]
 
 
 class AppSettings(BaseModel):
+    """An app's settings as stored, with the contract's defaults."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    access_token_ttl: int = Field(default=900, ge=1, le=86_400 * 30, alias="accessTokenTtl")
-    refresh_token_ttl: int = Field(default=2_592_000, ge=1, le=86_400 * 3650,
-                                   alias="refreshTokenTtl")
-    # Browser origins allowed cross-origin (http/cors.py); "*" allows any.
-    allowed_origins: list[str] = Field(default_factory=list, max_length=100,
-                                       alias="allowedOrigins")
+    access_token_ttl: AccessTokenTtl = Field(default=900, alias="accessTokenTtl")
+    refresh_token_ttl: RefreshTokenTtl = Field(default=2_592_000, alias="refreshTokenTtl")
+    allowed_origins: Origins = Field(default_factory=list, alias="allowedOrigins")
 
-    @field_validator("allowed_origins")
-    @classmethod
-    def _origins(cls, value: list[str]) -> list[str]:
-        for origin in value:
-            if origin != "*" and not ORIGIN.fullmatch(origin):
-                raise ValueError(f"{origin!r} is not an origin such as https://app.example.com")
-        return [o.rstrip("/") for o in value]
+
+class SettingsChange(BaseModel):
+    """The settings a PATCH changes; the ones it leaves out keep their value."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    # Defaults are None only to tell "left out" apart; a null sent is refused like any non-value.
+    access_token_ttl: AccessTokenTtl = Field(default=None, alias="accessTokenTtl")  # type: ignore[assignment]
+    refresh_token_ttl: RefreshTokenTtl = Field(default=None, alias="refreshTokenTtl")  # type: ignore[assignment]
+    allowed_origins: Origins = Field(default=None, alias="allowedOrigins")  # type: ignore[arg-type]
+
+
+class AppChange(BaseModel):
+    """`PATCH /admin/apps/{app}`: only settings may change."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    settings: SettingsChange = Field(default_factory=SettingsChange)
+
+
+class AppView(BaseModel):
+    """An app as the admin routes answer it (documents the answer in the platform document)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    uid: str
+    name: str
+    created_at: str = Field(alias="createdAt")
+    settings: AppSettings
+
+
+class AppList(BaseModel):
+    items: list[AppView]
+
+
+class NewApp(BaseModel):
+    """`POST /admin/apps`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Name
 
 
 def app_settings(raw: dict[str, Any]) -> AppSettings:
@@ -82,8 +141,8 @@ async def bump_version(conn: AsyncConnection, app_uid: uuid.UUID) -> None:
 RESERVED_APP_NAMES = frozenset({"admin", "console", "docs", "openapi", "redoc", "health"})
 
 
-async def create_app(conn: AsyncConnection, name: Any) -> Any:
-    check_name(name, "app")
+async def create_app(conn: AsyncConnection, new: NewApp) -> Any:
+    name = check_name(new.name, "app")
     if name in RESERVED_APP_NAMES:
         raise ValidationFailed(f"app name {name!r} is reserved", {"name": name})
     uid = uuid7()
@@ -97,12 +156,9 @@ async def create_app(conn: AsyncConnection, name: Any) -> Any:
     return await find_app(conn, str(uid))
 
 
-async def patch_app(conn: AsyncConnection, ref: str, body: dict[str, Any]) -> Any:
+async def patch_app(conn: AsyncConnection, ref: str, change: AppChange) -> Any:
     app = await find_app(conn, ref)
-    unknown = set(body) - {"settings"}
-    if unknown or not isinstance(body.get("settings", {}), dict):
-        raise ValidationFailed("only `settings` may be changed", {"fields": sorted(unknown)})
-    merged = {**app["settings"], **body.get("settings", {})}
+    merged = {**app["settings"], **change.settings.model_dump(by_alias=True, exclude_unset=True)}
     try:
         settings = app_settings(merged)
     except ValidationError as exc:

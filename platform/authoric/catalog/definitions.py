@@ -7,20 +7,19 @@ from typing import Any
 
 from alembic.migration import MigrationContext
 from alembic.operations import Operations
-from pydantic import ValidationError
 from sqlalchemy import MetaData, delete, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.apps import bump_version, find_app
-from authoric.catalog.model import ColumnDef, TableDef, check_columns
-from authoric.catalog.model import Operations as TableOperations
+from authoric.catalog.model import ColumnDef, TableChange, TableDef, check_columns
 from authoric.catalog.names import check_name
 from authoric.catalog.schema import compile_table, physical_column, schema_name
 from authoric.catalog.snapshot import load_snapshot
+from authoric.catalog.types import column_type
 from authoric.db import tables as t
-from authoric.errors import Conflict, NotFound, ValidationFailed, invalid_body
+from authoric.errors import Conflict, NotFound, ValidationFailed
 
 
 async def list_tables(conn: AsyncConnection, app_ref: str) -> list[dict[str, Any]]:
@@ -44,17 +43,7 @@ async def _definition(conn: AsyncConnection, app_uid: uuid.UUID, name: str) -> T
     return TableDef.model_validate(doc)
 
 
-def _parse(body: Any) -> TableDef:
-    if not isinstance(body, dict):
-        raise ValidationFailed("a table definition is a JSON object")
-    try:
-        return TableDef.model_validate(body)
-    except ValidationError as exc:
-        raise invalid_body(exc, "invalid table definition") from exc
-
-
-async def create_table(conn: AsyncConnection, app_ref: str, body: Any) -> TableDef:
-    definition = _parse(body)
+async def create_table(conn: AsyncConnection, app_ref: str, definition: TableDef) -> TableDef:
     check_name(definition.name, "table")
     check_columns(definition.columns, set())
     app = await find_app(conn, app_ref)
@@ -75,34 +64,26 @@ async def create_table(conn: AsyncConnection, app_ref: str, body: Any) -> TableD
 
 def _check_references(columns: list[ColumnDef], tables: set[str]) -> None:
     for column in columns:
-        if column.type == "reference" and column.references not in tables:
+        if column_type(column.type).is_reference and column.references not in tables:
             raise ValidationFailed(
                 f"column {column.name!r} references unknown table {column.references!r}",
                 {"column": column.name, "references": column.references})
 
 
-async def patch_table(conn: AsyncConnection, app_ref: str, name: str, body: Any) -> TableDef:
-    if not isinstance(body, dict) or set(body) - {"operations", "addColumns", "dropColumns"}:
-        raise ValidationFailed("a table change takes operations, addColumns and dropColumns")
+async def patch_table(conn: AsyncConnection, app_ref: str, name: str,
+                      change: TableChange) -> TableDef:
     app = await find_app(conn, app_ref)
     definition = await _definition(conn, app["uid"], name)
-    try:
-        if "operations" in body:
-            merged = {**definition.operations.model_dump(), **(body["operations"] or {})}
-            definition.operations = TableOperations.model_validate(merged)
-        added = [ColumnDef.model_validate(c) for c in body.get("addColumns") or []]
-    except ValidationError as exc:
-        raise invalid_body(exc, "invalid table change") from exc
-    dropped = body.get("dropColumns") or []
-    if not isinstance(dropped, list) or not all(isinstance(d, str) for d in dropped):
-        raise ValidationFailed("dropColumns is a list of column names")
+    if change.operations is not None:
+        definition.operations = change.operations.applied_to(definition.operations)
+    added, dropped = change.add_columns, change.drop_columns
     snapshot = await load_snapshot(conn, app["uid"])
     for column_name in dropped:
         if definition.column(column_name) is None:
             raise ValidationFailed(f"no column {column_name!r}", {"column": column_name})
     definition.columns = [c for c in definition.columns if c.name not in dropped]
     check_columns(added, {c.name for c in definition.columns} | {
-        f"{c.name}_uid" for c in definition.columns if c.type == "reference"})
+        f"{c.name}_uid" for c in definition.columns if column_type(c.type).is_reference})
     _check_references(added, set(snapshot.tables))
     definition.columns += added
     await _alter(conn, app["uid"], snapshot, definition, added, dropped)

@@ -1,23 +1,29 @@
-"""Table definitions as owners write them, validated, with the contract's defaults filled in."""
+"""Table definitions as owners write them, validated, with the contract's defaults filled in;
+and the request models of the table routes (`TableDef` for a new table, `TableChange` for PATCH)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from authoric.catalog.names import check_name
-from authoric.catalog.types import COLUMN_TYPES, BadValue, parse_json
+from authoric.catalog.names import Name, check_name
+from authoric.catalog.types import COLUMN_TYPES, REGISTRY, BadValue, column_type, parse_json
 from authoric.errors import Conflict, ValidationFailed
 
 OPERATIONS = ("list", "read", "create", "update", "delete")
 
 
+# The type is checked by `ColumnDef.checked` against the registry (so the error lists the
+# allowed types); the schema documents the same list.
+ColumnTypeName = Annotated[str, Field(json_schema_extra={"enum": list(COLUMN_TYPES)})]
+
+
 class ColumnDef(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str
-    type: str
+    name: Name
+    type: ColumnTypeName
     required: bool = False
     unique: bool = False
     default: Any = None
@@ -25,12 +31,12 @@ class ColumnDef(BaseModel):
 
     def checked(self) -> ColumnDef:
         check_name(self.name, "column")
-        if self.type not in COLUMN_TYPES:
+        if self.type not in REGISTRY:
             raise ValidationFailed(
                 f"column {self.name!r}: unknown type {self.type!r}",
-                {"column": self.name, "allowed": list(COLUMN_TYPES)},
+                {"column": self.name, "allowed": list(REGISTRY)},
             )
-        if (self.type == "reference") != (self.references is not None):
+        if column_type(self.type).is_reference != (self.references is not None):
             raise ValidationFailed(
                 f"column {self.name!r}: `references` goes with type reference, and only there",
                 {"column": self.name},
@@ -56,10 +62,25 @@ class Operations(BaseModel):
     delete: bool = True
 
 
+class OperationsChange(BaseModel):
+    """The operations a PATCH switches; the ones it leaves out keep their state."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    list: bool | None = None
+    read: bool | None = None
+    create: bool | None = None
+    update: bool | None = None
+    delete: bool | None = None
+
+    def applied_to(self, current: Operations) -> Operations:
+        return current.model_copy(update=self.model_dump(exclude_none=True))
+
+
 class TableDef(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    name: str
+    name: Name
     columns: list[ColumnDef] = Field(default_factory=list)
     operations: Operations = Field(default_factory=Operations)
     soft_delete: bool = Field(default=False, alias="softDelete")
@@ -71,18 +92,29 @@ class TableDef(BaseModel):
         return next((c for c in self.columns if c.name == name), None)
 
 
+class TableChange(BaseModel):
+    """`PATCH /admin/apps/{app}/tables/{table}`: any of operations, addColumns, dropColumns."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    operations: OperationsChange | None = None
+    add_columns: list[ColumnDef] = Field(default_factory=list, alias="addColumns")
+    drop_columns: list[str] = Field(default_factory=list, alias="dropColumns")
+
+
 def check_columns(columns: list[ColumnDef], existing: set[str]) -> None:
     """Each column is well formed and no name repeats, nor clashes with a reference's `_uid`.
     A name an existing column already holds is a 409 (taken); a repeat within `columns`, a 422."""
     seen = set(existing)
     for column in columns:
         column.checked()
-        for taken in (column.name, f"{column.name}_uid" if column.type == "reference" else None):
+        reference = column_type(column.type).is_reference
+        for taken in (column.name, f"{column.name}_uid" if reference else None):
             if taken and taken in existing:
                 raise Conflict(f"column name {taken!r} is taken", {"column": column.name})
             if taken and taken in seen:
                 raise ValidationFailed(f"column {column.name!r} is defined twice",
                                        {"column": column.name})
         seen.add(column.name)
-        if column.type == "reference":
+        if reference:
             seen.add(f"{column.name}_uid")

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import re
+from typing import Annotated
+
+from pydantic import Field
 
 from authoric.errors import ValidationFailed
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,62}")
+# A name as request models type it: the pattern is checked (and documented) at the edge;
+# reserved words are refused by `check_name`, which services still call.
+Name = Annotated[str, Field(pattern=f"^{NAME_PATTERN.pattern}$")]
 # Words the contract gives a meaning in URLs, query strings or rows.
 RESERVED = frozenset(
     {"uid", "order", "limit", "after", "filter", "lastEventId", "lasteventid", "subscribe",

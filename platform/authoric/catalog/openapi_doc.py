@@ -1,31 +1,31 @@
-"""The OpenAPI document of one app: a row schema per table and that table's routes."""
+"""The OpenAPI document of one app: a row schema per table and that table's routes.
+
+The admin sees every table; a member sees only the tables one of its roles lets it read
+(`read_list` or `read`), so the document reveals no table the member could not find otherwise.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from authoric.catalog.model import ColumnDef
 from authoric.catalog.schema import CompiledTable, field_name
 from authoric.catalog.snapshot import AppSnapshot
+from authoric.catalog.types import column_type
+from authoric.policy.enforcer import granting_roles
+from authoric.policy.principal import Principal
+from authoric.realtime.openapi_paths import subscribe_paths, subscribe_schemas
 
-_JSON_TYPES: dict[str, dict[str, Any]] = {
-    "text": {"type": "string"},
-    "integer": {"type": "integer", "format": "int64"},
-    "numeric": {"type": "string", "format": "decimal"},
-    "boolean": {"type": "boolean"},
-    "timestamp": {"type": "string", "format": "date-time"},
-    "date": {"type": "string", "format": "date"},
-    "uuid": {"type": "string", "format": "uuid"},
-    "json": {},
-    "reference": {"type": "string", "format": "uuid"},
-}
+READ_ACTIONS = ("read_list", "read")
+
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _REDACTED = {"type": "string", "enum": ["[redacted]"]}
 
 
 def _column_schema(column: ColumnDef, readable: bool) -> dict[str, Any]:
-    base = dict(_JSON_TYPES[column.type])
-    if column.type == "json":
+    base = column_type(column.type).json_schema()
+    if not base:  # any JSON value: null and "[redacted]" included already
         return {"description": "any JSON value"} if readable else {}
     nullable = {"anyOf": [base, {"type": "null"}]}
     return {"anyOf": [*nullable["anyOf"], _REDACTED]} if readable else nullable
@@ -134,18 +134,40 @@ def _table_paths(app: str, table: CompiledTable) -> dict[str, Any]:
     }
 
 
-def app_openapi(snapshot: AppSnapshot) -> dict[str, Any]:
+def readable_tables(snapshot: AppSnapshot, principal: Principal) -> list[CompiledTable]:
+    """The tables `principal` may list or read (the app itself, via the SDK: all of them)."""
+    if principal.acting_as_app:
+        return list(snapshot.tables.values())
+    return [table for table in snapshot.tables.values() if any(
+        granting_roles(snapshot.enforcer, principal.roles, table.name, action)
+        for action in READ_ACTIONS)]
+
+
+def member_openapi(snapshot: AppSnapshot, principal: Principal) -> dict[str, Any]:
+    """The app's document as `principal` may see it."""
+    return app_openapi(snapshot, readable_tables(snapshot, principal))
+
+
+def app_openapi(snapshot: AppSnapshot,
+                tables: Iterable[CompiledTable] | None = None) -> dict[str, Any]:
+    """The app's document describing `tables` (default: all of them, as the admin sees it)."""
     schemas: dict[str, Any] = {"Error": {"type": "object", "required": ["error"], "properties": {
         "error": {"type": "object", "required": ["code", "message", "details"], "properties": {
             "code": {"type": "string"}, "message": {"type": "string"},
             "details": {"type": "object"}}}}}}
     paths: dict[str, Any] = {}
-    for table in snapshot.tables.values():
+    shown = list(snapshot.tables.values() if tables is None else tables)
+    for table in shown:
         schemas[table.name] = row_schema(table)
         schemas[f"{table.name}.create"] = input_schema(table, creating=True)
         schemas[f"{table.name}.update"] = input_schema(table, creating=False)
         schemas.update(_event_schemas(table.name))
         paths.update(_table_paths(snapshot.name, table))
+    # The multi-table stream's part lives beside the stream (realtime/openapi_paths.py).
+    # Only the tables shown: a member's document names no table it may not read.
+    if shown:
+        paths.update(subscribe_paths(snapshot.name, [t.name for t in shown]))
+        schemas.update(subscribe_schemas([t.name for t in shown]))
     return {
         "openapi": "3.1.0",
         "info": {"title": f"Authoric app {snapshot.name}", "version": str(snapshot.version)},

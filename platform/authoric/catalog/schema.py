@@ -27,7 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import UUID
 
 from authoric.catalog.model import ColumnDef, TableDef
-from authoric.catalog.types import render, rfc3339, sql_type
+from authoric.catalog.types import column_type, render, rfc3339, sql_type
 
 SYSTEM_COLUMNS = ("uid", "org_uid", "created_at", "updated_at", "deleted_at")
 # Names a row shows for the platform's own columns, and which physical column each is.
@@ -49,7 +49,7 @@ def physical_column(column: ColumnDef) -> Column[Any]:
 
 def field_name(column: ColumnDef) -> str:
     """The key a row uses for this column (`vendor` → `vendor_uid`)."""
-    return f"{column.name}_uid" if column.type == "reference" else column.name
+    return f"{column.name}_uid" if column_type(column.type).is_reference else column.name
 
 
 @dataclass

@@ -9,14 +9,26 @@ after a lower one: a reader that has seen position P has already seen every posi
 that will ever exist. Readers only ever read stamped rows.
 
 The leader NOTIFYs once per stamped batch (never inside writers' transactions), which wakes
-the relays of every process. Waiting is a short poll, cut short when this process's own
-writers commit. The leader also runs retention.
+the relays of every process. The leader also runs retention.
+
+How the leader learns that there is something to stamp, without busy-polling and without a
+NOTIFY in every write transaction (which would take PostgreSQL's database-wide notify lock
+inside each writer's commit):
+- a commit in the leader's own process calls `nudge()`: an in-process event, free;
+- a commit in any other process calls `nudge()` there, and that process's sequencer (a
+  follower) sends one `NOTIFY authoric_pending` on its own dedicated connection, after the
+  writer's commit and outside its transaction. Nudges that arrive while that NOTIFY is in
+  flight are coalesced into the next one, so a busy follower sends at most one per round
+  trip, however many writes it commits;
+- writes by anything that does not nudge (a psql session, an old binary) are found by the
+  safety poll, every `SAFETY_POLL` seconds.
+The event is cleared before each stamping pass, so a nudge that lands during a pass is not
+lost: it causes one more pass.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 import asyncpg
@@ -25,7 +37,10 @@ from authoric.db.dedicated import DedicatedWorker
 from authoric.settings import Settings
 
 LOCK_KEY = 0x61757468  # "auth": the sequencer's advisory lock
-CHANNEL = "authoric_changes"
+CHANNEL = "authoric_changes"  # leader -> relays: positions were stamped
+PENDING_CHANNEL = "authoric_pending"  # followers -> leader: unstamped rows were committed
+SAFETY_POLL = 2.0  # seconds between checks for unstamped rows nobody told us about
+FOLLOWER_RETRY = 1.0  # seconds between a follower's attempts to take over the lead
 APP_NAME = "authoric-sequencer"  # how operators (and fault tests) find this connection
 BATCH = 5000
 
@@ -54,46 +69,71 @@ WHERE id = 1 AND EXISTS (SELECT 1 FROM gone)
 
 
 class Sequencer(DedicatedWorker):
-    """Runs in every process; stamps only while it holds the leader lock."""
+    """Runs in every process; stamps only while it holds the leader lock, else forwards
+    this process's nudges to the leader."""
 
     app_name = APP_NAME
 
-    def __init__(self, settings: Settings, dsn: str, poll_interval: float = 0.005) -> None:
+    def __init__(self, settings: Settings, dsn: str, safety_poll: float = SAFETY_POLL) -> None:
         super().__init__(dsn)
-        self.settings, self.poll_interval = settings, poll_interval
+        self.settings, self.safety_poll = settings, safety_poll
         self.wake = asyncio.Event()
         self.leader = False
+        self.connected = False  # for readiness: the dedicated connection is up
 
     def nudge(self) -> None:
         """Called after a local commit that may have written change-log rows."""
         self.wake.set()
 
     def closed(self) -> None:
-        self.leader = False
+        self.leader = self.connected = False
 
     async def session(self, conn: asyncpg.Connection) -> None:
+        self.connected = True
+        await self._follow(conn)
         await self._lead(conn)
 
+    async def _woken(self, timeout: float) -> bool:
+        """Wait for a nudge (True) or `timeout` seconds (False)."""
+        try:
+            await asyncio.wait_for(self.wake.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _follow(self, conn: asyncpg.Connection) -> None:
+        """Until this process takes the lead: pass local commits on to whoever leads."""
+        next_try = 0.0
+        while True:
+            if time.monotonic() >= next_try:
+                if await conn.fetchval("SELECT pg_try_advisory_lock($1)", LOCK_KEY):
+                    return
+                next_try = time.monotonic() + FOLLOWER_RETRY
+            if await self._woken(max(0.0, next_try - time.monotonic())):
+                self.wake.clear()  # before the NOTIFY: later nudges make the next one
+                await conn.execute("SELECT pg_notify($1, '')", PENDING_CHANNEL)
+
     async def _lead(self, conn: asyncpg.Connection) -> None:
-        while not await conn.fetchval("SELECT pg_try_advisory_lock($1)", LOCK_KEY):
-            await asyncio.sleep(1.0)  # another process leads; take over if it dies
         self.leader = True
+        # Only the leader listens: a follower hearing followers would echo them forever.
+        await conn.add_listener(PENDING_CHANNEL, lambda *_: self.wake.set())
+        self.wake.set()  # a first pass right away: rows may have waited for a leader
         next_retention = 0.0
         while True:
+            self.wake.clear()
             stamped = await self.stamp(conn)
             if time.monotonic() >= next_retention:
                 await conn.execute(RETAIN, float(self.settings.change_retention))
                 next_retention = time.monotonic() + 60
             if stamped >= BATCH:
                 continue
-            self.wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), self.poll_interval)
+            await self._woken(self.safety_poll)
 
     @staticmethod
     async def stamp(conn: asyncpg.Connection) -> int:
         """Stamp one batch; NOTIFY the relays once if anything was stamped."""
-        # One cheap round trip while idle (partial index); the transaction only when needed.
+        # One cheap round trip when there is nothing to do (partial index); the transaction
+        # only when needed.
         if not await conn.fetchval(PENDING):
             return 0
         async with conn.transaction():

@@ -6,9 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from authoric.catalog import apps, definitions
+from authoric.catalog.apps import NewApp
+from authoric.catalog.model import TableDef
 from authoric.errors import AuthoricError
+from authoric.policy.roles import RoleDef
 from authoric.sdk import Authoric
 from authoric.tenancy import service as tenancy
+from authoric.tenancy.models import Membership, NewOrg, NewUser
 
 PASSWORD = "demo-password"
 TABLES: list[dict[str, Any]] = [
@@ -39,18 +43,19 @@ ROLES: dict[str, dict[str, Any]] = {
 
 async def _build(sdk: Authoric, name: str) -> dict[str, Any]:
     async with sdk.engine.begin() as conn:
-        await apps.create_app(conn, name)
+        await apps.create_app(conn, NewApp(name=name))
         for table in TABLES:
-            await definitions.create_table(conn, name, table)
+            await definitions.create_table(conn, name, TableDef.model_validate(table))
         for role, body in ROLES.items():
-            await tenancy.put_role(conn, name, role, body)
+            await tenancy.put_role(conn, name, role, RoleDef.model_validate(body))
         users: dict[str, Any] = {}
         for org_name, domain in (("Northwind", "northwind.test"), ("Contoso", "contoso.test")):
-            org = await tenancy.create_org(conn, name, {"name": org_name})
+            org = await tenancy.create_org(conn, name, NewOrg(name=org_name))
             for role in ROLES:
-                user = await tenancy.create_user(conn, name, {"email": f"{role}@{domain}",
-                                                              "password": PASSWORD})
-                await tenancy.put_member(conn, name, org["uid"], user["uid"], {"roles": [role]})
+                user = await tenancy.create_user(conn, name, NewUser(email=f"{role}@{domain}",
+                                                                     password=PASSWORD))
+                await tenancy.put_member(conn, name, org["uid"], user["uid"],
+                                         Membership(roles=[role]))
                 users[user["email"]] = org["uid"]
     return users
 

@@ -27,6 +27,7 @@ def create_engine(settings: Settings, url: str) -> AsyncEngine:
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_pool_size,
         pool_pre_ping=True,
+        hide_parameters=True,  # logged SQL errors must not carry row values (passwords, PII)
         connect_args={
             "server_settings": {
                 "statement_timeout": str(settings.statement_timeout_ms),

@@ -11,6 +11,8 @@ from sqlalchemy import (
     DateTime,
     ForeignKey,
     Index,
+    Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     Table,
@@ -104,6 +106,21 @@ refresh_tokens = Table(
     Column("expires_at", DateTime(timezone=True), nullable=False),
     Column("spent_at", DateTime(timezone=True)),
     Column("revoked_at", DateTime(timezone=True)),
+    # Revoking a user's sessions, and purging expired rows, must not scan the table.
+    Index("refresh_tokens_user", "user_uid"),
+    Index("refresh_tokens_expires", "expires_at"),
+)
+
+# Login attempts per fixed window, shared by every worker and replica (auth.ratelimit).
+# UNLOGGED: counts may be lost in a crash, which only forgives a minute of attempts.
+login_throttle = Table(
+    "login_throttle", metadata,
+    Column("app_uid", UUID(as_uuid=True), nullable=False),
+    Column("key", LargeBinary, nullable=False),  # sha256 of (kind, subject): bounded size
+    Column("window_start", DateTime(timezone=True), nullable=False),
+    Column("hits", Integer, nullable=False),
+    PrimaryKeyConstraint("app_uid", "key"),
+    prefixes=["UNLOGGED"],
 )
 
 # The change log (outbox). Writers insert rows with `pos` NULL inside their own

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
 from authoric.auth.admin import is_admin_token
 from authoric.catalog import apps, definitions
+from authoric.catalog.apps import AppChange, AppList, AppView, NewApp
+from authoric.catalog.model import TableChange, TableDef
 from authoric.errors import Unauthenticated
-from authoric.http.context import Services, json_body, services
+from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
+from authoric.http.context import Services, services
+from authoric.policy.roles import RoleDef
 from authoric.tenancy import service as tenancy
+from authoric.tenancy.models import Membership, NewOrg, NewUser
 
 
 def require_admin(request: Request) -> Services:
@@ -20,35 +25,42 @@ def require_admin(request: Request) -> Services:
     return svc
 
 
-router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
+router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)],
+                   route_class=TypedRoute, responses=ERROR_RESPONSES)
+
+# Request bodies, parsed after the admin token is checked.
+NewAppBody = Annotated[NewApp, Depends(body_of(NewApp))]
+AppChangeBody = Annotated[AppChange, Depends(body_of(AppChange))]
+NewTableBody = Annotated[TableDef, Depends(body_of(TableDef))]
+TableChangeBody = Annotated[TableChange, Depends(body_of(TableChange))]
+NewOrgBody = Annotated[NewOrg, Depends(body_of(NewOrg))]
+NewUserBody = Annotated[NewUser, Depends(body_of(NewUser))]
+MembershipBody = Annotated[Membership, Depends(body_of(Membership))]
+RoleBody = Annotated[RoleDef, Depends(body_of(RoleDef))]
 
 
-@router.post("/apps", status_code=201)
-async def create_app(request: Request) -> dict[str, Any]:
-    body = await json_body(request)
+@router.post("/apps", status_code=201, response_model=AppView)
+async def create_app(request: Request, body: NewAppBody) -> dict[str, Any]:
     async with services(request).tx() as conn:
-        return apps.public_app(await apps.create_app(conn, body.get("name") if isinstance(
-            body, dict) else None))
+        return apps.public_app(await apps.create_app(conn, body))
 
 
-@router.get("/apps")
+@router.get("/apps", response_model=AppList)
 async def list_apps(request: Request) -> dict[str, Any]:
     async with services(request).tx() as conn:
         return {"items": [apps.public_app(a) for a in await apps.list_apps(conn)]}
 
 
-@router.get("/apps/{app}")
+@router.get("/apps/{app}", response_model=AppView)
 async def get_app(request: Request, app: str) -> dict[str, Any]:
     async with services(request).tx() as conn:
         return apps.public_app(await apps.find_app(conn, app))
 
 
-@router.patch("/apps/{app}")
-async def patch_app(request: Request, app: str) -> dict[str, Any]:
-    body = await json_body(request)
+@router.patch("/apps/{app}", response_model=AppView)
+async def patch_app(request: Request, app: str, body: AppChangeBody) -> dict[str, Any]:
     async with services(request).tx() as conn:
-        return apps.public_app(await apps.patch_app(conn, app, body if isinstance(body, dict)
-                                                    else {"settings": body}))
+        return apps.public_app(await apps.patch_app(conn, app, body))
 
 
 @router.delete("/apps/{app}", status_code=204)
@@ -59,8 +71,7 @@ async def delete_app(request: Request, app: str) -> Response:
 
 
 @router.post("/apps/{app}/tables", status_code=201)
-async def create_table(request: Request, app: str) -> dict[str, Any]:
-    body = await json_body(request)
+async def create_table(request: Request, app: str, body: NewTableBody) -> dict[str, Any]:
     async with services(request).tx() as conn:
         return (await definitions.create_table(conn, app, body)).public()
 
@@ -78,8 +89,8 @@ async def get_table(request: Request, app: str, table: str) -> dict[str, Any]:
 
 
 @router.patch("/apps/{app}/tables/{table}")
-async def patch_table(request: Request, app: str, table: str) -> dict[str, Any]:
-    body = await json_body(request)
+async def patch_table(request: Request, app: str, table: str,
+                      body: TableChangeBody) -> dict[str, Any]:
     async with services(request).tx() as conn:
         return (await definitions.patch_table(conn, app, table, body)).public()
 
@@ -92,8 +103,7 @@ async def delete_table(request: Request, app: str, table: str) -> Response:
 
 
 @router.post("/apps/{app}/orgs", status_code=201)
-async def create_org(request: Request, app: str) -> dict[str, Any]:
-    body = await json_body(request)
+async def create_org(request: Request, app: str, body: NewOrgBody) -> dict[str, Any]:
     async with services(request).tx() as conn:
         return await tenancy.create_org(conn, app, body)
 
@@ -112,8 +122,7 @@ async def delete_org(request: Request, app: str, org: str) -> Response:
 
 
 @router.post("/apps/{app}/users", status_code=201)
-async def create_user(request: Request, app: str) -> dict[str, Any]:
-    body = await json_body(request)
+async def create_user(request: Request, app: str, body: NewUserBody) -> dict[str, Any]:
     async with services(request).tx() as conn:
         return await tenancy.create_user(conn, app, body)
 
@@ -132,8 +141,8 @@ async def delete_user(request: Request, app: str, user: str) -> Response:
 
 
 @router.put("/apps/{app}/orgs/{org}/members/{user}")
-async def put_member(request: Request, app: str, org: str, user: str) -> dict[str, Any]:
-    body = await json_body(request)
+async def put_member(request: Request, app: str, org: str, user: str,
+                     body: MembershipBody) -> dict[str, Any]:
     async with services(request).tx() as conn:
         return await tenancy.put_member(conn, app, org, user, body)
 
@@ -146,8 +155,7 @@ async def delete_member(request: Request, app: str, org: str, user: str) -> Resp
 
 
 @router.put("/apps/{app}/roles/{role}")
-async def put_role(request: Request, app: str, role: str) -> dict[str, Any]:
-    body = await json_body(request)
+async def put_role(request: Request, app: str, role: str, body: RoleBody) -> dict[str, Any]:
     async with services(request).tx() as conn:
         return await tenancy.put_role(conn, app, role, body)
 

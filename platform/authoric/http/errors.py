@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -12,14 +13,24 @@ from starlette.exceptions import HTTPException
 
 from authoric.db.errors import translate
 from authoric.errors import AuthoricError, BadRequest, InternalError, NotFound
+from authoric.observability.logs import request_id
 
 log = logging.getLogger("authoric")
 
 _BY_STATUS: dict[int, type[AuthoricError]] = {404: NotFound, 400: BadRequest}
 
 
+def error_body(error: AuthoricError) -> dict[str, Any]:
+    """The contract's envelope, with the request id in `details.requestId` when there is one."""
+    body = error.body()
+    rid = request_id.get()
+    if rid is not None:
+        body["error"]["details"] = {**body["error"]["details"], "requestId": rid}
+    return body
+
+
 def error_response(error: AuthoricError) -> JSONResponse:
-    return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+    return JSONResponse(error_body(error), status_code=error.status, headers=error.headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -46,7 +57,9 @@ def install_error_handlers(app: FastAPI) -> None:
         if kind is not None:
             return error_response(kind(str(exc.detail)))
         code = "METHOD_NOT_ALLOWED" if exc.status_code == 405 else "HTTP_ERROR"
-        return JSONResponse({"error": {"code": code, "message": str(exc.detail), "details": {}}},
+        rid = request_id.get()
+        details = {"requestId": rid} if rid is not None else {}
+        return JSONResponse({"error": {"code": code, "message": str(exc.detail), "details": details}},
                             status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(Exception)

@@ -8,6 +8,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from authoric.errors import PayloadTooLarge
+from authoric.http.errors import error_body
 
 
 class BodyLimit:
@@ -51,7 +52,7 @@ class BodyLimit:
 
 async def _refuse(send: Send, limit: int) -> None:
     error = PayloadTooLarge(f"the body is over {limit} bytes", {"limit": limit})
-    body = json.dumps(error.body()).encode()
+    body = json.dumps(error_body(error)).encode()
     headers: list[Any] = [(b"content-type", b"application/json"),
                           (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
     await send({"type": "http.response.start", "status": 413, "headers": headers})

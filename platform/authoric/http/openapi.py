@@ -1,4 +1,7 @@
-"""`GET /{app}/openapi.json`: the app's own OpenAPI document (admin token or the app's tokens)."""
+"""`GET /{app}/openapi.json`: the app's own OpenAPI document.
+
+The admin token gets every table; a member's access token gets the tables it may read.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from fastapi import APIRouter, Request
 from authoric.auth.admin import is_admin_token
 from authoric.auth.principals import authenticate
 from authoric.catalog.apps import find_app
-from authoric.catalog.openapi_doc import app_openapi
+from authoric.catalog.openapi_doc import app_openapi, member_openapi
 from authoric.http.context import services
 
 router = APIRouter(tags=["openapi"])
@@ -22,8 +25,7 @@ async def app_document(request: Request, app: str) -> dict[str, Any]:
     async with svc.tx() as conn:
         if is_admin_token(header, svc.admin_token):
             row = await find_app(conn, app)
-            uid, version = row["uid"], row["version"]
-        else:
-            auth = await authenticate(conn, svc.jwt_secret, header, app)
-            uid, version = auth.principal.app_uid, auth.version
-        return app_openapi(await svc.snapshot(conn, uid, version))
+            return app_openapi(await svc.snapshot(conn, row["uid"], row["version"]))
+        auth = await authenticate(conn, svc.jwt_secret, header, app)
+        snapshot = await svc.snapshot(conn, auth.principal.app_uid, auth.version)
+        return member_openapi(snapshot, auth.principal)

@@ -2,43 +2,50 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 
 from authoric.auth import sessions
+from authoric.auth.credentials import Login, RefreshToken
 from authoric.catalog.apps import find_app
-from authoric.http.context import json_body, services
+from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
+from authoric.http.context import services
 
-router = APIRouter(tags=["sessions"])
+router = APIRouter(tags=["sessions"], route_class=TypedRoute, responses=ERROR_RESPONSES)
+
+LoginBody = Annotated[Login, Depends(body_of(Login))]
+RefreshTokenBody = Annotated[RefreshToken, Depends(body_of(RefreshToken))]
 
 
-def _throttle(request: Request, app: str) -> None:
+async def _throttle(request: Request, app: str, email: str | None = None) -> None:
+    """Count the attempt in a transaction of its own (kept when the login fails); 404 for an
+    unknown app, 429 past a limit. The account is the email of a login."""
     client = request.client.host if request.client else "unknown"
-    services(request).token_limiter.check(f"{app}|{client}")
+    svc = services(request)
+    async with svc.tx() as conn:
+        verdict = await svc.token_limiter.count(conn, app, client, email)
+    verdict.raise_if_over()
 
 
 @router.post("/{app}/auth/token")
-async def token(request: Request, app: str) -> dict[str, Any]:
-    _throttle(request, app)
-    body = await json_body(request)
+async def token(request: Request, app: str, body: LoginBody) -> dict[str, Any]:
+    await _throttle(request, app, body.email)
     svc = services(request)
     async with svc.tx() as conn:
         return await sessions.login(conn, svc.jwt_secret, await find_app(conn, app), body)
 
 
 @router.post("/{app}/auth/refresh")
-async def refresh(request: Request, app: str) -> dict[str, Any]:
-    _throttle(request, app)
-    body = await json_body(request)
+async def refresh(request: Request, app: str, body: RefreshTokenBody) -> dict[str, Any]:
+    await _throttle(request, app)
     svc = services(request)
     async with svc.tx() as conn:
         return await sessions.refresh(conn, svc.jwt_secret, await find_app(conn, app), body)
 
 
 @router.post("/{app}/auth/logout", status_code=204)
-async def logout(request: Request, app: str) -> Response:
-    body = await json_body(request)
+async def logout(request: Request, app: str, body: RefreshTokenBody) -> Response:
     svc = services(request)
     async with svc.tx() as conn:
         await sessions.logout(conn, svc.jwt_secret, await find_app(conn, app), body)

@@ -17,6 +17,7 @@ from authoric.errors import BadRequest, NotAcceptable
 from authoric.http.admin import require_admin
 from authoric.http.autocrud import governed
 from authoric.http.context import services
+from authoric.observability.metrics import metered_frames
 from authoric.realtime.stream import Stream, StreamRequest
 from authoric.records.gate import admit
 
@@ -53,7 +54,7 @@ def event_stream(request: Request, req: StreamRequest) -> EventSourceResponse:
     stream = Stream(svc.settings, svc.engine, svc.hub, req)
     stream.open()
     # `close` also runs after the response, in case it ended before the stream started.
-    return EventSourceResponse(stream.frames(), ping=0, sep="\n",
+    return EventSourceResponse(metered_frames(request.app.state.metrics, stream), ping=0, sep="\n",
                                background=BackgroundTask(stream.close))
 
 

@@ -13,6 +13,8 @@ ACTIONS = ("read_list", "read", "create", "update", "delete")
 
 
 class RoleDef(BaseModel):
+    """A role as stored, and the body of `PUT /admin/apps/{app}/roles/{role}`."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     permissions: list[str] = Field(default_factory=list)

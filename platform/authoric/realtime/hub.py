@@ -138,7 +138,14 @@ class Hub:
             if view is not None and change.table in view.subscribers:
                 grouped[change.app_uid][change.table].append(change)
         for app_uid, by_table in grouped.items():
-            await self._dispatch_app(app_uid, by_table)
+            try:
+                await self._dispatch_app(app_uid, by_table)
+            except Exception:
+                # Fail closed: subscribers we could not judge are disconnected; they resume.
+                log.exception("fan-out failed for %s", app_uid)
+                view = self._apps.get(app_uid, _AppView())
+                for sub in {s for t in by_table for s in view.subscribers.get(t, ())}:
+                    sub.close("error")
 
     async def _dispatch_app(self, app_uid: uuid.UUID, by_table: dict[str, list[Change]]) -> None:
         # Subscribers of several tables get their frames after every table of the batch is

@@ -16,7 +16,6 @@ when our rules accept what PostgreSQL refused.
 from __future__ import annotations
 
 import csv
-import json
 import re
 import secrets
 import tempfile
@@ -30,7 +29,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.model import ColumnDef
-from authoric.catalog.types import parse_json
+from authoric.catalog.types import REGISTRY, column_type, parse_json
 from authoric.records.csv_stream import Record
 from authoric.records.gate import Access
 
@@ -39,14 +38,9 @@ RAW_SEQ = "authoric_import_seq"
 # A quote with ordinary characters on both sides (`"b"x`, `5" screen`) is not RFC 4180;
 # PostgreSQL would read past it, the careful parser names the line.
 STRAY_QUOTE = re.compile(rb'[^,\r\n"]"[^,\r\n"]')
-PG_TYPES = {"text": "text", "integer": "bigint", "numeric": "numeric", "boolean": "boolean",
-            "timestamp": "timestamptz", "date": "date", "uuid": "uuid", "json": "jsonb",
-            "reference": "uuid"}
+# PostgreSQL type names by column type, for casts here and in the careful importer's staging.
+PG_TYPES = {name: kind.pg_name for name, kind in REGISTRY.items()}
 SPOOL_CHUNK = 1 << 20
-TRUE_WORDS = ("true", "1", "yes", "t", "y")
-FALSE_WORDS = ("false", "0", "no", "f", "n")
-ISO_TIMESTAMP_WITH_OFFSET = r"^\s*\d{4}-\d{2}-\d{2}[Tt ].*([Zz]|[+-]\d{2}(:?\d{2})?)\s*$"
-_WORDS = ", ".join(f"'{w}'" for w in (*TRUE_WORDS, *FALSE_WORDS))
 
 
 class NeedsDiagnosis(Exception):
@@ -99,14 +93,8 @@ def _uid_default() -> str:
     return f"('{fixed}' || lpad(to_hex(nextval('{RAW_SEQ}')), 10, '0'))::uuid"
 
 
-def _cast(column: ColumnDef) -> str:
-    ref = f's."{column.name}"'  # catalog names only
-    if column.type == "boolean":
-        return (f"CASE WHEN lower(trim({ref})) IN ({', '.join(repr(w) for w in TRUE_WORDS)}) "
-                f"THEN true WHEN {ref} IS NOT NULL THEN false END")
-    return {"text": ref, "integer": f"{ref}::bigint", "numeric": f"{ref}::numeric",
-            "timestamp": f"{ref}::timestamptz", "date": f"{ref}::date", "uuid": f"{ref}::uuid",
-            "reference": f"{ref}::uuid", "json": f"{ref}::jsonb"}[column.type]
+def cell_cast(column: ColumnDef) -> str:
+    return column_type(column.type).csv_cast(f's."{column.name}"')  # catalog names only
 
 
 def _suspicious(column: ColumnDef) -> str:
@@ -116,12 +104,7 @@ def _suspicious(column: ColumnDef) -> str:
     checks = [f"length({ref}) > {csv.field_size_limit()}"]
     if column.required:
         checks.append(f"{ref} IS NULL")
-    rule = {
-        "boolean": f"lower(trim({ref})) NOT IN ({_WORDS})",
-        "timestamp": f"{ref} !~ '{ISO_TIMESTAMP_WITH_OFFSET}'",
-        "date": f"{ref} !~ '^\\s*\\d{{4}}-\\d{{2}}-\\d{{2}}\\s*$'",
-        "numeric": f"lower(trim({ref})) ~ '(nan|inf)'",
-    }.get(column.type)
+    rule = column_type(column.type).csv_suspicious(ref)
     if rule:
         checks.append(f"({ref} IS NOT NULL AND {rule})")
     return " OR ".join(checks)
@@ -172,12 +155,11 @@ async def _move(conn: AsyncConnection, access: Access, columns: list[ColumnDef])
     names = [c.name for c in columns]
     defaults = [c for c in table.definition.columns if c.name not in names and c.default is not None]
     target = ", ".join(f'"{n}"' for n in ["uid", "org_uid", *names, *[c.name for c in defaults]])
-    source = ", ".join(["s.uid", ":org", *[_cast(c) for c in columns],
+    source = ", ".join(["s.uid", ":org", *[cell_cast(c) for c in columns],
                         *[f"CAST(:d{i} AS {PG_TYPES[c.type]})" for i, c in enumerate(defaults)]])
     params: dict[str, Any] = {"org": access.principal.org_uid}
     for i, column in enumerate(defaults):
-        value = parse_json(column.type, column.default)
-        params[f"d{i}"] = json.dumps(value) if column.type == "json" else value
+        params[f"d{i}"] = column_type(column.type).bind_value(parse_json(column.type, column.default))
     try:
         async with conn.begin_nested():
             for column in columns:
@@ -191,7 +173,7 @@ async def _move(conn: AsyncConnection, access: Access, columns: list[ColumnDef])
 
 async def _require_live_target(conn: AsyncConnection, access: Access, column: ColumnDef) -> None:
     """Foreign keys accept soft-deleted targets; such a reference needs the careful path."""
-    if column.type != "reference":
+    if not column_type(column.type).is_reference:
         return
     target = access.snapshot.table(str(column.references))
     if not target.soft_delete:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from pydantic import ValidationError
 from sqlalchemy import delete, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
@@ -13,14 +12,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
 from authoric.auth.passwords import hash_password
+from authoric.auth.sessions import revoke_sessions
 from authoric.catalog.apps import bump_version, find_app
 from authoric.catalog.names import check_name
 from authoric.catalog.snapshot import AppSnapshot, load_snapshot
 from authoric.db import tables as t
-from authoric.errors import BadRequest, Conflict, NotFound, ValidationFailed, invalid_body
+from authoric.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from authoric.policy.roles import RoleDef, check_role
 from authoric.query.fields import table_fields
 from authoric.query.filters import FilterScope, compile_filter
+from authoric.tenancy.models import Membership, NewOrg, NewUser
 
 
 def _uuid(ref: str, what: str) -> uuid.UUID:
@@ -30,19 +31,11 @@ def _uuid(ref: str, what: str) -> uuid.UUID:
         raise NotFound(f"no such {what}", {what: ref}) from exc
 
 
-def _text_field(body: Any, key: str, limit: int = 320) -> str:
-    value = body.get(key) if isinstance(body, dict) else None
-    if not isinstance(value, str) or not value.strip() or len(value) > limit:
-        raise ValidationFailed(f"`{key}` is a non-empty string of at most {limit} characters",
-                               {"field": key})
-    return value
-
-
 # Organizations ---------------------------------------------------------------------------
 
-async def create_org(conn: AsyncConnection, app_ref: str, body: Any) -> dict[str, Any]:
+async def create_org(conn: AsyncConnection, app_ref: str, new: NewOrg) -> dict[str, Any]:
     app = await find_app(conn, app_ref)
-    name = _text_field(body, "name", 200)
+    name = new.name
     uid = uuid7()
     try:
         async with conn.begin_nested():
@@ -76,14 +69,9 @@ async def delete_org(conn: AsyncConnection, app_ref: str, org_ref: str) -> None:
 
 # Users -----------------------------------------------------------------------------------
 
-async def create_user(conn: AsyncConnection, app_ref: str, body: Any) -> dict[str, Any]:
+async def create_user(conn: AsyncConnection, app_ref: str, new: NewUser) -> dict[str, Any]:
     app = await find_app(conn, app_ref)
-    email = _text_field(body, "email").strip().lower()
-    if "@" not in email:
-        raise ValidationFailed("`email` must be an email address", {"field": "email"})
-    password = _text_field(body, "password", 1024)
-    if len(password) < 8:
-        raise ValidationFailed("`password` needs at least 8 characters", {"field": "password"})
+    email, password = new.normalized_email, new.password
     uid = uuid7()
     try:
         async with conn.begin_nested():
@@ -114,19 +102,18 @@ async def delete_user(conn: AsyncConnection, app_ref: str, user_ref: str) -> Non
     app = await find_app(conn, app_ref)
     user = await _user(conn, app["uid"], user_ref)
     await conn.execute(delete(t.users).where(t.users.c.uid == user.uid))
+    await revoke_sessions(conn, user.uid)
     await bump_version(conn, app["uid"])
 
 
 # Members ---------------------------------------------------------------------------------
 
 async def put_member(conn: AsyncConnection, app_ref: str, org_ref: str, user_ref: str,
-                     body: Any) -> dict[str, Any]:
+                     membership: Membership) -> dict[str, Any]:
     app = await find_app(conn, app_ref)
     org = await _org(conn, app["uid"], org_ref)
     user = await _user(conn, app["uid"], user_ref)
-    roles = body.get("roles") if isinstance(body, dict) else None
-    if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
-        raise ValidationFailed("`roles` is a list of role names", {"field": "roles"})
+    roles = membership.roles
     known = set((await conn.execute(select(t.roles.c.name).where(
         t.roles.c.app_uid == app["uid"]))).scalars())
     unknown = sorted(set(roles) - known)
@@ -149,20 +136,16 @@ async def delete_member(conn: AsyncConnection, app_ref: str, org_ref: str, user_
         t.members.c.org_uid == org.uid, t.members.c.user_uid == user.uid))
     if not result.rowcount:
         raise NotFound("no such membership")
+    await revoke_sessions(conn, user.uid, org.uid)
     await bump_version(conn, app["uid"])
 
 
 # Roles -----------------------------------------------------------------------------------
 
-async def put_role(conn: AsyncConnection, app_ref: str, name: str, body: Any) -> dict[str, Any]:
+async def put_role(conn: AsyncConnection, app_ref: str, name: str, role: RoleDef) -> dict[str, Any]:
     app = await find_app(conn, app_ref)
     check_name(name, "role")
-    if not isinstance(body, dict):
-        raise ValidationFailed("a role is a JSON object")
-    try:
-        role = check_role(RoleDef.model_validate(body))
-    except ValidationError as exc:
-        raise invalid_body(exc, "invalid role") from exc
+    check_role(role)
     check_against_tables(role, await load_snapshot(conn, app["uid"]))
     values = {"permissions": role.permissions, "row_policies": role.row_policies,
               "redact": role.redact}

@@ -1,0 +1,74 @@
+"""What a column type is: the one interface every type in the registry implements.
+
+A type answers, for its values, every question the platform asks in one place: how the value
+is stored (SQL type, and the PostgreSQL name casts use), how a client's value is parsed (from
+JSON, and from text: query strings and CSV cells), how a stored value is shown in a row (JSON),
+how it is documented (JSON Schema, for the per-app OpenAPI document), and how the CSV fast path
+casts a raw text cell and spots cells PostgreSQL would accept but our parser refuses.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlalchemy.types import TypeEngine
+
+
+class BadValue(ValueError):
+    """A value that does not fit its column's type; the message says what was expected."""
+
+
+def require_string(value: Any) -> str:
+    """`value` when it is a string PostgreSQL can store (no NUL); else BadValue."""
+    if not isinstance(value, str):
+        raise BadValue("expected a string")
+    if "\x00" in value:
+        raise BadValue("NUL characters are not allowed")
+    return value
+
+
+class ColumnType:
+    """One column type. Subclasses set the class attributes and override what differs.
+
+    Parsing never sees None (a null is null for every type); rendering never sees None either.
+    """
+
+    name: ClassVar[str]
+    # The PostgreSQL type name, as written in `CAST(x AS <pg_name>)`.
+    pg_name: ClassVar[str]
+    # True for a column that points at a row of another table (`references` is then required,
+    # and rows show the value under `<name>_uid`).
+    is_reference: ClassVar[bool] = False
+
+    def sql_type(self) -> TypeEngine[Any]:
+        """The SQLAlchemy type of the physical column."""
+        raise NotImplementedError
+
+    def parse_json(self, value: Any) -> Any:
+        """The Python value for a JSON value. Strict: a value of the wrong JSON type is refused."""
+        raise NotImplementedError
+
+    def parse_text(self, raw: str) -> Any:
+        """The Python value for a textual value (query string, CSV cell, cursor)."""
+        return self.parse_json(raw)
+
+    def render(self, value: Any) -> Any:
+        """The JSON value rows show for a stored value."""
+        return value
+
+    def json_schema(self) -> dict[str, Any]:
+        """JSON Schema of the rendered (and accepted) value, null excluded."""
+        raise NotImplementedError
+
+    def csv_cast(self, ref: str) -> str:
+        """SQL casting the text expression `ref` (a raw CSV cell, never empty) to this type."""
+        return f"{ref}::{self.pg_name}"
+
+    def csv_suspicious(self, ref: str) -> str | None:
+        """SQL that is true for a non-null cell PostgreSQL would cast but `parse_text` refuses;
+        None when PostgreSQL's cast and our parser agree."""
+        return None
+
+    def bind_value(self, parsed: Any) -> Any:
+        """A parsed value as a bound parameter of `CAST(:p AS <pg_name>)` in raw SQL."""
+        return parsed

@@ -1,0 +1,295 @@
+"""The built-in column types, one class each, and `BUILTIN`, the list the registry is made of.
+
+To add a type, write its class here and add an instance to `BUILTIN` (see docs/types.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from sqlalchemy import types as sa
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.types import TypeEngine
+
+from authoric.catalog.types.base import BadValue, ColumnType, require_string
+
+INT64 = (-(2**63), 2**63 - 1)
+# Deepest nesting a `json` value may have. PostgreSQL and our encoders go deeper, but a value
+# this deep is never data, and capping it keeps every later read of the row answerable.
+MAX_JSON_DEPTH = 64
+# Decimal exponents beyond this are not numbers anyone stores; PostgreSQL's numeric stops there.
+MAX_DECIMAL_EXPONENT = 130_000
+TRUE_WORDS = ("true", "1", "yes", "t", "y")
+FALSE_WORDS = ("false", "0", "no", "f", "n")
+# Numbers as the fast CSV path lets PostgreSQL read them; anything else goes to the careful path.
+PLAIN_INTEGER = r"^\s*[+-]?[0-9]+\s*$"
+PLAIN_DECIMAL = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
+# An ISO 8601 / RFC 3339 timestamp that carries an offset, as the fast CSV path checks it in SQL.
+ISO_TIMESTAMP_WITH_OFFSET = r"^\s*\d{4}-\d{2}-\d{2}[Tt ].*([Zz]|[+-]\d{2}(:?\d{2})?)\s*$"
+
+
+def rfc3339(t: dt.datetime) -> str:
+    """A timestamp as rows show it: UTC, `Z` suffix."""
+    return t.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _sql_words(words: tuple[str, ...]) -> str:
+    return ", ".join(f"'{w}'" for w in words)
+
+
+class Text(ColumnType):
+    name, pg_name = "text", "text"
+
+    def sql_type(self) -> TypeEngine[Any]:
+        return sa.Text()
+
+    def parse_json(self, value: Any) -> str:
+        return require_string(value)
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "string"}
+
+    def csv_cast(self, ref: str) -> str:
+        return ref
+
+
+class Integer(ColumnType):
+    """A 64-bit integer. JSON floats with no fraction (`2.0`) are accepted; booleans are not."""
+
+    name, pg_name = "integer", "bigint"
+
+    def sql_type(self) -> TypeEngine[Any]:
+        return sa.BigInteger()
+
+    def parse_json(self, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            else:
+                raise BadValue("expected an integer")
+        if not INT64[0] <= value <= INT64[1]:
+            raise BadValue("integer out of 64-bit range")
+        return value
+
+    def parse_text(self, raw: str) -> int:
+        try:
+            return self.parse_json(int(raw.strip()))
+        except ValueError as exc:
+            raise BadValue("expected an integer") from exc
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "integer", "format": "int64"}
+
+    def csv_suspicious(self, ref: str) -> str:
+        # PostgreSQL 16 also reads `0x10`, `0o7`, `0b1` and `1_000`; Python's int() does not
+        # read all of them the same way, so the careful parser judges anything but digits.
+        return f"{ref} !~ '{PLAIN_INTEGER}'"
+
+
+class Numeric(ColumnType):
+    """An exact decimal; travels as a JSON string (`"8760.00"`) so no digit is lost."""
+
+    name, pg_name = "numeric", "numeric"
+
+    def sql_type(self) -> TypeEngine[Any]:
+        return sa.Numeric(asdecimal=True)
+
+    def parse_json(self, value: Any) -> Decimal:
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise BadValue("expected a decimal number or a string holding one")
+        try:
+            d = Decimal(str(value).strip())
+        except InvalidOperation as exc:
+            raise BadValue("expected a decimal number") from exc
+        if not d.is_finite():
+            raise BadValue("expected a finite decimal number")
+        if abs(d.adjusted()) > MAX_DECIMAL_EXPONENT:
+            raise BadValue("decimal out of range")
+        return d
+
+    def render(self, value: Any) -> str:
+        return str(value)
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "string", "format": "decimal"}
+
+    def csv_suspicious(self, ref: str) -> str:
+        # Plain decimal notation only: PostgreSQL 16 also reads `0x10` and `1_000`, and every
+        # version reads NaN and infinities, which the careful parser refuses or must judge.
+        return f"{ref} !~ '{PLAIN_DECIMAL}'"
+
+
+class Boolean(ColumnType):
+    """JSON `true`/`false` only; as text, the words of TRUE_WORDS and FALSE_WORDS."""
+
+    name, pg_name = "boolean", "boolean"
+
+    def sql_type(self) -> TypeEngine[Any]:
+        return sa.Boolean()
+
+    def parse_json(self, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise BadValue("expected true or false")
+        return value
+
+    def parse_text(self, raw: str) -> bool:
+        low = raw.strip().lower()
+        if low in TRUE_WORDS:
+            return True
+        if low in FALSE_WORDS:
+            return False
+        raise BadValue("expected a boolean (true/false/1/0/yes/no)")
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "boolean"}
+
+    def csv_cast(self, ref: str) -> str:
+        # PostgreSQL's boolean input takes other spellings (`on`, `of`...): map ours ourselves.
+        return (f"CASE WHEN lower(trim({ref})) IN ({_sql_words(TRUE_WORDS)}) "
+                f"THEN true WHEN {ref} IS NOT NULL THEN false END")
+
+    def csv_suspicious(self, ref: str) -> str:
+        return f"lower(trim({ref})) NOT IN ({_sql_words((*TRUE_WORDS, *FALSE_WORDS))})"
+
+
+class Timestamp(ColumnType):
+    """An RFC 3339 instant; an offset is required, so no value is read in a guessed zone."""
+
+    name, pg_name = "timestamp", "timestamptz"
+
+    def sql_type(self) -> TypeEngine[Any]:
+        return sa.DateTime(timezone=True)
+
+    def parse_json(self, value: Any) -> dt.datetime:
+        s = require_string(value)
+        try:
+            t = dt.datetime.fromisoformat(s.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError as exc:
+            raise BadValue("expected an RFC 3339 timestamp") from exc
+        if t.tzinfo is None:
+            raise BadValue("timestamp needs a UTC offset, e.g. 2026-01-31T12:00:00Z")
+        return t
+
+    def parse_text(self, raw: str) -> dt.datetime:
+        # Text sources (CSV cells, query strings) may pad values, as for numbers.
+        return self.parse_json(raw.strip())
+
+    def render(self, value: Any) -> str:
+        return rfc3339(value)
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "string", "format": "date-time"}
+
+    def csv_suspicious(self, ref: str) -> str:
+        return f"{ref} !~ '{ISO_TIMESTAMP_WITH_OFFSET}'"
+
+
+class Date(ColumnType):
+    name, pg_name = "date", "date"
+
+    def sql_type(self) -> TypeEngine[Any]:
+        return sa.Date()
+
+    def parse_json(self, value: Any) -> dt.date:
+        s = require_string(value)
+        try:
+            return dt.date.fromisoformat(s)
+        except ValueError as exc:
+            raise BadValue("expected a date YYYY-MM-DD") from exc
+
+    def parse_text(self, raw: str) -> dt.date:
+        return self.parse_json(raw.strip())
+
+    def render(self, value: Any) -> str:
+        return str(value.isoformat())
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "string", "format": "date"}
+
+    def csv_suspicious(self, ref: str) -> str:
+        return f"{ref} !~ '^\\s*\\d{{4}}-\\d{{2}}-\\d{{2}}\\s*$'"
+
+
+class Uuid(ColumnType):
+    name, pg_name = "uuid", "uuid"
+
+    def sql_type(self) -> TypeEngine[Any]:
+        return UUID(as_uuid=True)
+
+    def parse_json(self, value: Any) -> uuid.UUID:
+        s = require_string(value)
+        try:
+            return uuid.UUID(s)
+        except ValueError as exc:
+            raise BadValue("expected a UUID") from exc
+
+    def render(self, value: Any) -> str:
+        return str(value)
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "string", "format": "uuid"}
+
+
+class Reference(Uuid):
+    """The uid of a row of another table of the app, in the same org (a composite foreign key)."""
+
+    name, pg_name = "reference", "uuid"
+    is_reference = True
+
+
+def json_depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether `value` nests arrays/objects deeper than `limit` (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth + 1 > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+class Json(ColumnType):
+    """Any JSON value, stored as jsonb, nested at most MAX_JSON_DEPTH levels."""
+
+    name, pg_name = "json", "jsonb"
+
+    def sql_type(self) -> TypeEngine[Any]:
+        return JSONB(none_as_null=True)
+
+    def parse_json(self, value: Any) -> Any:
+        if json_depth_exceeds(value, MAX_JSON_DEPTH):
+            raise BadValue(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        return value
+
+    def parse_text(self, raw: str) -> Any:
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            raise BadValue("expected JSON") from exc
+        return self.parse_json(value)
+
+    def json_schema(self) -> dict[str, Any]:
+        return {}
+
+    def csv_suspicious(self, ref: str) -> str:
+        # Depth is not a SQL question; more opening brackets than the cap (strings included)
+        # may be too deep, and the careful parser then decides.
+        return f"length(regexp_replace({ref}, '[^[{{]', '', 'g')) > {MAX_JSON_DEPTH}"
+
+    def bind_value(self, parsed: Any) -> str:
+        return json.dumps(parsed)
+
+
+BUILTIN: tuple[ColumnType, ...] = (
+    Text(), Integer(), Numeric(), Boolean(), Timestamp(), Date(), Uuid(), Json(), Reference(),
+)

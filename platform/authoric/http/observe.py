@@ -1,0 +1,80 @@
+"""The outermost middleware: a request id for every request, its metrics, its access line.
+
+The request id is the client's `X-Request-ID` when it sends a sane one (so a proxy's id
+carries through), else a new random one. It is echoed as the `X-Request-ID` response header,
+put on every log line written while the request runs, and into error bodies as
+`details.requestId` (http.errors).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from authoric.observability.logs import request_id
+from authoric.observability.metrics import Metrics
+
+HEADER = b"x-request-id"
+SANE_ID = re.compile(rb"[A-Za-z0-9._:@/+=-]{1,128}")  # never log or echo arbitrary bytes
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+UNMATCHED = "unmatched"  # the route label of requests no route matched (404s, probes)
+
+access = logging.getLogger("authoric.access")
+
+
+def incoming_id(scope: Scope) -> str | None:
+    for name, value in scope["headers"]:
+        if name == HEADER:
+            return value.decode() if SANE_ID.fullmatch(value) else None
+    return None
+
+
+def route_label(scope: Scope) -> str:
+    """The route template (`/{app}/autocrud/{table}`), never a raw path with names in it:
+    label values stay bounded, and no tenant's names reach the metrics."""
+    route = scope.get("route")  # set by FastAPI's routes once matched
+    if route is not None:
+        return str(route.path)
+    if "endpoint" in scope and not scope.get("path_params"):
+        return str(scope["path"])  # a plain Starlette route (/openapi.json, /docs): literal
+    return UNMATCHED
+
+
+class Observe:
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = incoming_id(scope) or uuid.uuid4().hex
+        # Not reset afterwards: each request runs in its own task (its own context copy), and
+        # the outer 500 handler, which runs after this middleware has returned, needs it.
+        request_id.set(rid)
+        header = (HEADER, rid.encode())
+        started = time.perf_counter()
+        status = 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), header]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            seconds = time.perf_counter() - started
+            route = route_label(scope)
+            method = scope["method"] if scope["method"] in METHODS else "OTHER"
+            self.metrics.request(route, method, status, seconds)
+            if access.isEnabledFor(logging.INFO):
+                access.info("%s %s %d", scope["method"], route, status, extra={
+                    "method": scope["method"], "route": route, "path": scope["path"],
+                    "status": status, "durationMs": round(seconds * 1000, 2)})

@@ -1,0 +1,173 @@
+"""Prometheus metrics (`GET /metrics`): what is counted, and how it is rendered.
+
+Counted as things happen, in this process (cheap: an increment each):
+- HTTP requests by route template, method and status, with their latency (one histogram);
+- database pool connections in use and callers waiting (pool checkout/checkin events);
+- open SSE streams, frames sent by type, streams closed by reason (`overflow`: dropped for a
+  slow reader), through `metered_frames` around each stream;
+- login throttle hits (429 on the token routes).
+
+Read from the database when scraped (the same for every process, so any worker may answer):
+sequencer lag (committed, unstamped changes), change-log rows (PostgreSQL's estimate, free to
+read), the newest and the oldest position kept; and this process's relay lag.
+
+With several workers (`authoric serve --workers N`), `authoric serve` points
+PROMETHEUS_MULTIPROC_DIR at a fresh directory before the workers start: each worker writes
+its values to files there, and whichever worker answers a scrape sums them (prometheus-client's
+multiprocess mode), so counters do not jump between scrapes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
+from prometheus_client.registry import Collector
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from authoric.realtime.stream import Stream
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
+THROTTLED_ROUTES = ("/{app}/auth/token", "/{app}/auth/refresh")
+# Frame kinds in an SSE chunk, by the bytes that start them (`change`: everything else).
+FRAME_MARKS = {"connected": b"event: connected\n", "resync": b"event: resync\n",
+               "reauth": b"event: reauth\n", "ping": b": ping\n"}
+
+DB_FIGURES = """
+SELECT (SELECT count(*) FROM authoric.changes WHERE pos IS NULL) AS unstamped,
+       (SELECT greatest(reltuples, 0)::bigint FROM pg_class
+         WHERE oid = 'authoric.changes'::regclass) AS rows_estimate,
+       (SELECT max(pos) FROM authoric.changes) AS head,
+       (SELECT min(pos) FROM authoric.changes) AS oldest
+"""
+
+
+def multiprocess_dir() -> str | None:
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
+class Metrics:
+    """This process's metric objects, registered in their own registry (nothing global)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Histogram(
+            "authoric_http_request_duration_seconds",
+            "HTTP requests by route template, method and status, and how long they took",
+            ["route", "method", "status"], buckets=LATENCY_BUCKETS, registry=r)
+        self.pool_in_use = Gauge("authoric_db_pool_in_use", "pooled connections checked out",
+                                 multiprocess_mode="livesum", registry=r)
+        self.pool_waiting = Gauge("authoric_db_pool_waiting",
+                                  "callers waiting for a pooled connection",
+                                  multiprocess_mode="livesum", registry=r)
+        self.streams_open = Gauge("authoric_sse_streams_open", "open subscribe streams",
+                                  multiprocess_mode="livesum", registry=r)
+        self.frames = Counter("authoric_sse_frames_sent", "SSE frames sent, by type",
+                              ["type"], registry=r)
+        self.streams_closed = Counter(
+            "authoric_sse_streams_closed_by_server",
+            "streams the server ended, by reason (overflow: the reader was too slow)",
+            ["reason"], registry=r)
+        self.throttled = Counter("authoric_login_throttled",
+                                 "token and refresh requests refused with 429", registry=r)
+
+    # --- counted as things happen ---------------------------------------------------------
+
+    def request(self, route: str, method: str, status: int, seconds: float) -> None:
+        self.requests.labels(route, method, str(status)).observe(seconds)
+        if status == 429 and route in THROTTLED_ROUTES:
+            self.throttled.inc()
+
+    def watch_pool(self, engine: AsyncEngine) -> None:
+        pool = engine.sync_engine.pool
+
+        def waiting() -> int:
+            # asyncio.Queue's waiting getters, inside SQLAlchemy's async queue; 0 if that
+            # private layout ever changes (the gauge then reads 0, nothing breaks).
+            queue = getattr(getattr(pool, "_pool", None), "_queue", None)
+            return len(getattr(queue, "_getters", ()) or ())
+
+        def checked_out(*_: Any) -> None:
+            self.pool_in_use.inc()
+            self.pool_waiting.set(waiting())
+
+        def checked_in(*_: Any) -> None:
+            self.pool_in_use.dec()
+            self.pool_waiting.set(waiting())
+
+        event.listen(pool, "checkout", checked_out)
+        event.listen(pool, "checkin", checked_in)
+
+    def count_frames(self, chunk: bytes) -> None:
+        total = chunk.count(b"\n\n")
+        for kind, mark in FRAME_MARKS.items():
+            n = chunk.count(mark) if total > 1 else int(chunk.startswith(mark))
+            if n:
+                self.frames.labels(kind).inc(n)
+                total -= n
+        if total > 0:
+            self.frames.labels("change").inc(total)
+
+    def process_ended(self) -> None:
+        """Drop this process's live gauges (open streams, pool) from the shared files."""
+        if multiprocess_dir():
+            mark_process_dead(os.getpid())
+
+    # --- rendering ------------------------------------------------------------------------
+
+    def render(self, db: dict[str, Any], relay_position: int) -> bytes:
+        """The exposition text: counted metrics (all workers') + the scrape-time figures."""
+        path = multiprocess_dir()
+        if path:
+            counted = CollectorRegistry(auto_describe=True)
+            MultiProcessCollector(counted, path)
+        else:
+            counted = self.registry
+        scraped = CollectorRegistry(auto_describe=True)
+        scraped.register(_Figures(db, relay_position))
+        return generate_latest(counted) + generate_latest(scraped)
+
+
+class _Figures(Collector):
+    """Gauges read from the database at scrape time."""
+
+    def __init__(self, db: dict[str, Any], relay_position: int) -> None:
+        self.db, self.relay_position = db, relay_position
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        head = int(self.db["head"] or 0)
+        yield GaugeMetricFamily("authoric_sequencer_lag_changes",
+                                "committed change-log rows not yet given a position",
+                                value=int(self.db["unstamped"] or 0))
+        yield GaugeMetricFamily("authoric_relay_lag_positions",
+                                "positions stamped but not yet handed to this process's streams",
+                                value=max(0, head - self.relay_position) if self.relay_position >= 0
+                                else head)
+        yield GaugeMetricFamily("authoric_change_log_rows",
+                                "change-log rows kept (PostgreSQL's estimate)",
+                                value=int(self.db["rows_estimate"] or 0))
+        yield GaugeMetricFamily("authoric_change_log_head_position", "the newest position",
+                                value=head)
+        yield GaugeMetricFamily("authoric_change_log_oldest_position",
+                                "the oldest position still kept (0: none)",
+                                value=int(self.db["oldest"] or 0))
+
+
+async def metered_frames(metrics: Metrics, stream: Stream) -> AsyncIterator[bytes]:
+    """`stream.frames()`, counted: open streams, frames by type, and why the server ended it."""
+    metrics.streams_open.inc()
+    try:
+        async for chunk in stream.frames():
+            metrics.count_frames(chunk)
+            yield chunk
+    finally:
+        metrics.streams_open.dec()
+        if stream.sub.closed:
+            metrics.streams_closed.labels(stream.sub.reason or "unknown").inc()

@@ -1,0 +1,143 @@
+"""`GET /metrics` as an operator's Prometheus scrapes it: who may scrape, and what the figures
+say about requests, streams and the change log. Each test runs its own server, so figures
+are not mixed with other tests' traffic."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.scenario import AppWorld, expect
+from tests.servers import ServerProcess, start_server
+from tests.sse import SSEClient
+
+WIDE = 60.0
+METRICS_TOKEN = "a-separate-scrape-token-for-prometheus"
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$")
+
+
+def samples(text: str) -> dict[str, float]:
+    """`name{labels}` -> value, for every sample line."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if match := SAMPLE.match(line):
+            out[match.group(1) + (match.group(2) or "")] = float(match.group(3))
+    return out
+
+
+def scrape(server: ServerProcess, token: str | None = None) -> dict[str, float]:
+    response = httpx.get(f"{server.url}/metrics", timeout=30,
+                         headers={"Authorization": f"Bearer {token or server.admin_token}"})
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    return samples(response.text)
+
+
+def wait_for(probe: Any, timeout: float = WIDE) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = probe()
+        if result or time.monotonic() > deadline:
+            return result
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def own(database_url: str, tmp_path: Path) -> Iterator[tuple[ServerProcess, httpx.Client]]:
+    proc = start_server(database_url, tmp_path, AUTHORIC_METRICS_TOKEN=METRICS_TOKEN)
+    with httpx.Client(base_url=proc.url, timeout=30) as client:
+        yield proc, client
+    proc.stop()
+
+
+LIST = ('authoric_http_request_duration_seconds_count'
+        '{method="GET",route="/{app}/autocrud/{table}",status="200"}')
+
+
+def test_a_scraper_without_a_token_or_with_a_member_token_gets_401(
+        own: tuple[ServerProcess, httpx.Client]) -> None:
+    server, client = own
+    world = AppWorld.create(server, client)
+    world.table("notes", [{"name": "body", "type": "text"}])
+    world.role("reader", ["notes:read_list"])
+    member = world.caller(world.org("A"), ["reader"])
+    expect(client.get("/metrics"), 401, "UNAUTHENTICATED")
+    expect(client.get("/metrics", headers={"Authorization": f"Bearer {member.token}"}),
+           401, "UNAUTHENTICATED")
+
+
+def test_the_metrics_token_scrapes_metrics_but_opens_no_admin_route(
+        own: tuple[ServerProcess, httpx.Client]) -> None:
+    server, client = own
+    assert "authoric_db_pool_in_use" in scrape(server, METRICS_TOKEN)
+    expect(client.get("/admin/apps", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}),
+           401, "UNAUTHENTICATED")
+
+
+def test_requests_are_counted_by_route_template_so_no_app_or_table_name_reaches_the_metrics(
+        own: tuple[ServerProcess, httpx.Client]) -> None:
+    server, client = own
+    world = AppWorld.create(server, client)
+    world.table("secretive_table_name", [{"name": "body", "type": "text"}])
+    world.role("reader", ["secretive_table_name:read_list"])
+    member = world.caller(world.org("A"), ["reader"])
+    for _ in range(3):
+        expect(member.get(world.rows("secretive_table_name")), 200)
+    text = httpx.get(f"{server.url}/metrics", timeout=30,
+                     headers={"Authorization": f"Bearer {server.admin_token}"}).text
+    assert samples(text).get(LIST) == 3, [line for line in text.splitlines() if "_count" in line]
+    assert world.name not in text and "secretive_table_name" not in text
+
+
+def test_an_open_stream_its_frames_and_the_change_log_show_in_the_figures(
+        own: tuple[ServerProcess, httpx.Client]) -> None:
+    server, client = own
+    world = AppWorld.create(server, client)
+    world.table("notes", [{"name": "body", "type": "text"}])
+    world.role("clerk", ["notes:*"])
+    member = world.caller(world.org("A"), ["clerk"])
+    before = scrape(server)
+    with SSEClient(server.url, f"{world.rows('notes')}/subscribe", member.token) as feed:
+        assert feed.status_code == 200
+        feed.wait_connected(WIDE)
+        row = expect(member.post(world.rows("notes"), json={"body": "hello"}), 201)
+        feed.wait_for_change(row["uid"], "insert", WIDE)
+        during = scrape(server)
+        assert during["authoric_sse_streams_open"] == 1
+        assert during['authoric_sse_frames_sent_total{type="connected"}'] == 1
+        assert during['authoric_sse_frames_sent_total{type="change"}'] >= 1
+    # The client went away: the stream is no longer counted as open.
+    assert wait_for(lambda: scrape(server)["authoric_sse_streams_open"] == 0)
+    after = scrape(server)
+    assert after["authoric_change_log_head_position"] > before["authoric_change_log_head_position"]
+    assert after["authoric_sequencer_lag_changes"] == 0
+    assert after["authoric_relay_lag_positions"] >= 0
+    assert after["authoric_change_log_oldest_position"] >= 1
+
+
+def test_with_two_workers_every_scrape_counts_the_requests_of_both(
+        database_url: str, tmp_path: Path) -> None:
+    server = start_server(database_url, tmp_path, AUTHORIC_WORKERS="2")
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as admin:
+            world = AppWorld.create(server, admin)
+            world.table("notes", [{"name": "body", "type": "text"}])
+            world.role("reader", ["notes:read_list"])
+            member = world.caller(world.org("A"), ["reader"])
+        # Fresh connections, so the kernel may hand them to either worker.
+        for _ in range(20):
+            response = httpx.get(f"{server.url}{world.rows('notes')}", timeout=30,
+                                 headers={"Authorization": f"Bearer {member.token}",
+                                          "Connection": "close"})
+            assert response.status_code == 200
+        # Whichever worker answers a scrape, it reports the sum over both.
+        for _ in range(6):
+            assert scrape(server)[LIST] == 20
+    finally:
+        server.stop()
