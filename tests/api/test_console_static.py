@@ -9,6 +9,8 @@ import re
 
 import httpx
 
+from tests.servers import ServerProcess
+
 
 def test_a_browser_gets_the_console_page_and_its_hashed_assets(http: httpx.Client) -> None:
     page = http.get("/console/")
@@ -43,8 +45,8 @@ def test_a_path_climbing_out_of_the_build_never_serves_that_file(http: httpx.Cli
     assert response.text == http.get("/console/").text
 
 
-def test_console_is_not_a_name_an_app_can_take(http: httpx.Client) -> None:
+def test_console_is_not_a_name_an_app_can_take(http: httpx.Client, server: ServerProcess) -> None:
     response = http.post("/admin/apps", json={"name": "console"},
-                         headers={"Authorization": "Bearer test-admin-token"})
+                         headers={"Authorization": f"Bearer {server.admin_token}"})
     assert response.status_code == 422
     assert response.json()["error"]["code"] == "VALIDATION_FAILED"
