@@ -19,15 +19,20 @@ from authoric.db import tables as t
 from authoric.errors import BadRequest
 
 DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
-# Keys whose values are secrets (or hashes of them), wherever they appear in `details`.
-SECRET_KEYS = ("password", "token", "secret", "hash", "authorization")
+# A key whose name ends so holds a secret (or a hash of one): `password`, `refresh_token`,
+# `passwordHash`... (`accessTokenTtl` is a number of seconds, and stays).
+SECRET_ENDINGS = ("password", "token", "secret", "hash", "authorization", "apikey")
+
+
+def is_secret_key(key: Any) -> bool:
+    name = str(key).lower().replace("_", "").replace("-", "")
+    return name.endswith(SECRET_ENDINGS)
 
 
 def sanitized(value: Any) -> Any:
     """`value` with every key naming a secret removed, at any depth."""
     if isinstance(value, dict):
-        return {k: sanitized(v) for k, v in value.items()
-                if not any(s in str(k).lower() for s in SECRET_KEYS)}
+        return {k: sanitized(v) for k, v in value.items() if not is_secret_key(k)}
     if isinstance(value, list):
         return [sanitized(v) for v in value]
     return value

@@ -11,9 +11,9 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
@@ -22,33 +22,19 @@ from authoric.auth import tokens
 from authoric.catalog.types import rfc3339
 from authoric.console import audit
 from authoric.db import tables as t
-from authoric.errors import NotFound, ValidationFailed
+from authoric.errors import NotFound
 
 MAX_TTL, DEFAULT_TTL = 900, 600
 
 
-@dataclass(frozen=True)
-class ImpersonationRequest:
+class ImpersonationRequest(BaseModel):
+    """`{"user", "org", "ttl"}`: uids as strings (an unknown one is a 404 later), ttl in seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
     user: str
     org: str
-    ttl: int
-
-
-def parse_request(body: Any) -> ImpersonationRequest:
-    """`{"user", "org", "ttl"}`; 422 naming the field that is missing or wrong."""
-    if not isinstance(body, dict):
-        raise ValidationFailed("a JSON object with `user` and `org` is expected")
-    unknown = sorted(set(body) - {"user", "org", "ttl"})
-    if unknown:
-        raise ValidationFailed(f"unknown fields: {', '.join(unknown)}", {"fields": unknown})
-    for key in ("user", "org"):
-        if not isinstance(body.get(key), str):
-            raise ValidationFailed(f"`{key}` is a uid", {"field": key})
-    ttl = body.get("ttl", DEFAULT_TTL)
-    if type(ttl) is not int or not 1 <= ttl <= MAX_TTL:
-        raise ValidationFailed(f"`ttl` is a whole number of seconds from 1 to {MAX_TTL}",
-                               {"field": "ttl", "max": MAX_TTL})
-    return ImpersonationRequest(body["user"], body["org"], ttl)
+    ttl: int = Field(default=DEFAULT_TTL, ge=1, le=MAX_TTL)
 
 
 def _uid(ref: str) -> uuid.UUID | None:

@@ -19,7 +19,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import and_, false, func, not_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
@@ -28,7 +28,7 @@ from authoric.catalog.names import check_name
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.db import tables as t
-from authoric.errors import NotFound, ValidationFailed, invalid_body
+from authoric.errors import NotFound
 from authoric.policy.decision import PolicyBroken, decide
 from authoric.policy.enforcer import build_enforcer
 from authoric.policy.principal import Principal
@@ -38,41 +38,23 @@ from authoric.tenancy.service import check_against_tables
 DEFAULT_LIMIT, MAX_LIMIT = 100, 1000
 
 
-@dataclass(frozen=True)
-class PreviewRequest:
-    role: str
+class PreviewRequest(BaseModel):
+    """The body: the draft is parsed as `PUT .../roles/{role}` parses a role."""
+
+    model_config = ConfigDict(extra="forbid")
+
     draft: RoleDef
     user: str
     org: str
     table: str
-    limit: int
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
 
 
-def parse_request(role: str, body: Any, snapshot: AppSnapshot) -> PreviewRequest:
-    """The request, with the draft validated exactly as `PUT .../roles/{role}` would (422)."""
+def check_request(role: str, req: PreviewRequest, snapshot: AppSnapshot) -> None:
+    """The role name and the draft pass the checks a PUT of the role makes (422)."""
     check_name(role, "role")
-    if not isinstance(body, dict):
-        raise ValidationFailed("a JSON object with draft, user, org and table is expected")
-    unknown = sorted(set(body) - {"draft", "user", "org", "table", "limit"})
-    if unknown:
-        raise ValidationFailed(f"unknown fields: {', '.join(unknown)}", {"fields": unknown})
-    for key in ("user", "org", "table"):
-        if not isinstance(body.get(key), str):
-            raise ValidationFailed(f"`{key}` is required", {"field": key})
-    limit = body.get("limit", DEFAULT_LIMIT)
-    if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:
-        raise ValidationFailed(f"`limit` is a whole number from 1 to {MAX_LIMIT}",
-                               {"field": "limit"})
-    draft = body.get("draft")
-    if not isinstance(draft, dict):
-        raise ValidationFailed("`draft` is a role body, as in PUT .../roles/{role}",
-                               {"field": "draft"})
-    try:
-        parsed = check_role(RoleDef.model_validate(draft))
-    except ValidationError as exc:
-        raise invalid_body(exc, "invalid role") from exc
-    check_against_tables(parsed, snapshot)
-    return PreviewRequest(role, parsed, body["user"], body["org"], body["table"], limit)
+    check_role(req.draft)
+    check_against_tables(req.draft, snapshot)
 
 
 @dataclass(frozen=True)
@@ -107,9 +89,9 @@ def with_draft(snapshot: AppSnapshot, role: str, draft: RoleDef) -> AppSnapshot:
     return dataclasses.replace(snapshot, roles=roles, enforcer=build_enforcer(roles))
 
 
-async def _member(conn: AsyncConnection, snapshot: AppSnapshot,
+async def _member(conn: AsyncConnection, snapshot: AppSnapshot, role: str,
                   req: PreviewRequest) -> tuple[Principal, bool]:
-    """The member as a request would see them, holding `req.role` besides their own roles;
+    """The member as a request would see them, holding `role` besides their own roles;
     and whether they hold it today."""
     try:
         user_uid, org_uid = uuid.UUID(req.user), uuid.UUID(req.org)
@@ -123,8 +105,8 @@ async def _member(conn: AsyncConnection, snapshot: AppSnapshot,
                     m.c.user_uid == user_uid)))).first()
     if row is None:
         raise NotFound("the user is not a member of this org", {"user": req.user, "org": req.org})
-    roles = tuple(sorted({*row.roles, req.role}))
-    return Principal(snapshot.uid, user_uid, org_uid, row.email, roles), req.role in row.roles
+    roles = tuple(sorted({*row.roles, role}))
+    return Principal(snapshot.uid, user_uid, org_uid, row.email, roles), role in row.roles
 
 
 async def _uids(conn: AsyncConnection, table: CompiledTable, where: Any, limit: int) -> list[str]:
@@ -133,12 +115,13 @@ async def _uids(conn: AsyncConnection, table: CompiledTable, where: Any, limit: 
     return [str(u) for u in found.scalars()]
 
 
-async def preview(conn: AsyncConnection, snapshot: AppSnapshot,
+async def preview(conn: AsyncConnection, snapshot: AppSnapshot, role: str,
                   req: PreviewRequest) -> dict[str, Any]:
+    check_request(role, req, snapshot)
     table = snapshot.table(req.table)
-    member, held = await _member(conn, snapshot, req)
+    member, held = await _member(conn, snapshot, role, req)
     saved = _side(snapshot, member, table)
-    draft = _side(with_draft(snapshot, req.role, req.draft), member, table)
+    draft = _side(with_draft(snapshot, role, req.draft), member, table)
     counts = (await conn.execute(select(
         func.count().filter(saved.rows), func.count().filter(draft.rows),
     ).select_from(table.table).where(table.table.c.org_uid == member.org_uid))).one()
@@ -152,6 +135,6 @@ async def preview(conn: AsyncConnection, snapshot: AppSnapshot,
         "revealedNow": sorted(set(saved.redacted) - set(draft.redacted)),
         "actionsGranted": [a for a in draft.actions if a not in saved.actions],
         "actionsRevoked": [a for a in saved.actions if a not in draft.actions],
-        "roleSaved": req.role in snapshot.roles,
+        "roleSaved": role in snapshot.roles,
         "roleHeld": held,
     }

@@ -76,7 +76,7 @@ def _target(template: str, params: dict[str, Any], action: str, response: Any,
     created = CREATED_TARGET.get(action)
     if created is not None and isinstance(response, dict):
         return f"{created[0]}/{response.get(created[1])}"
-    rest = template.removeprefix(APPS + "/{app}").strip("/")
+    rest = template.removeprefix(APPS).removeprefix("/{app}").strip("/")
     for key, value in params.items():
         rest = rest.replace("{" + key + "}", str(value))
     return rest or app_name

@@ -11,22 +11,29 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.apps import find_app
 from authoric.console import audit, impersonation, preview, rows
+from authoric.console.impersonation import ImpersonationRequest
+from authoric.console.preview import PreviewRequest
 from authoric.console.rows import AdminListQuery, AdminTable
 from authoric.errors import UnsupportedMediaType
 from authoric.http.admin import require_admin
 from authoric.http.admin_audit import audited_by_route
 from authoric.http.autocrud import RESERVED_PARAMS, list_filter
+from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import json_body, services
 
 router = APIRouter(prefix="/admin/apps/{app}", tags=["console"],
-                   dependencies=[Depends(require_admin), Depends(audited_by_route)])
+                   dependencies=[Depends(require_admin), Depends(audited_by_route)],
+                   route_class=TypedRoute, responses=ERROR_RESPONSES)
+# Typed bodies, parsed after the admin token is checked. (Row bodies are the table's own.)
+ImpersonationBody = Annotated[ImpersonationRequest, Depends(body_of(ImpersonationRequest))]
+PreviewBody = Annotated[PreviewRequest, Depends(body_of(PreviewRequest))]
 ROWS = "/tables/{table}/rows"
 # A row uid in the path must parse as one, so `.../rows/subscribe` stays the feed's.
 ROW = ROWS + "/{uid:uuid}"
@@ -90,22 +97,20 @@ async def delete_row(request: Request, app: str, table: str, uid: uuid.UUID) -> 
 
 
 @router.post("/impersonate")
-async def impersonate(request: Request, app: str) -> dict[str, Any]:
+async def impersonate(request: Request, app: str, body: ImpersonationBody) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:
         app_uid = (await find_app(conn, app))["uid"]
-        req = impersonation.parse_request(await json_body(request))
-        return await impersonation.impersonate(conn, svc.jwt_secret, app_uid, req)
+        return await impersonation.impersonate(conn, svc.jwt_secret, app_uid, body)
 
 
 @router.post("/roles/{role}/preview")
-async def preview_role(request: Request, app: str, role: str) -> dict[str, Any]:
+async def preview_role(request: Request, app: str, role: str, body: PreviewBody) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:
         app_row = await find_app(conn, app)
         snapshot = await svc.snapshot(conn, app_row["uid"], app_row["version"])
-        req = preview.parse_request(role, await json_body(request), snapshot)
-        return await preview.preview(conn, snapshot, req)
+        return await preview.preview(conn, snapshot, role, body)
 
 
 @router.get("/audit")
