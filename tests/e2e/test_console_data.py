@@ -322,9 +322,11 @@ def test_operator_narrows_the_grid_by_org_and_filter_and_pages_with_the_cursor(
     screenshot(console, "filter-builder")
 
     console.get_by_label("Page size").select_option("25")
+    expect(console.get_by_test_id("grid")).to_have_attribute("aria-busy", "false")
     expect(rows(console)).to_have_count(2)
     console.get_by_label("Filter JSON").fill('{"amount": {"lt": "600"}}')
     console.get_by_role("button", name="Apply JSON").click()
+    expect(console.get_by_test_id("grid")).to_have_attribute("aria-busy", "false")
     expect(rows(console)).to_have_count(3)
     expect(console.get_by_label("Filter value")).to_have_value("600")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import confirm, screenshot
-from tests.scenario import Caller, unique
+from tests.e2e.conftest import confirm, go, screenshot
+from tests.scenario import AppWorld, Caller, unique
 from tests.scenario import expect as expect_status
 from tests.servers import ServerProcess
 
@@ -79,3 +79,38 @@ def test_operator_builds_an_app_two_tables_and_a_role_from_nothing(
     assert sorted(role["permissions"]) == ["invoices:read", "invoices:read_list", "vendors:read_list"]
     expect(page.get_by_test_id("overview-matrix")).to_contain_text("clerk")
     screenshot(page, "roles")
+
+
+def test_operator_creates_an_org_and_a_user_assigns_a_role_and_removes_the_membership(
+        console: Page, world: AppWorld) -> None:
+    world.role("clerk", ["*:*"])
+    page = console
+    go(page, world, "people")
+    page.get_by_label("New org name").fill("Northwind")
+    page.get_by_role("button", name="Create org").click()
+    expect(page.get_by_role("status")).to_contain_text('Org "Northwind" created')
+    page.get_by_label("New user email").fill("ada@northwind.test")
+    page.get_by_label("New user password").fill("correct horse")
+    page.get_by_role("button", name="Create user").click()
+    expect(page.get_by_role("status")).to_contain_text("User ada@northwind.test created")
+
+    page.get_by_label("Member user").select_option(label="ada@northwind.test")
+    page.get_by_label("Member org").select_option(label="Northwind")
+    page.get_by_label("clerk").check()
+    page.get_by_role("button", name="Save membership").click()
+    confirm(page, "Save membership", "ada@northwind.test in Northwind holds: clerk.")
+    members = page.get_by_test_id("members")
+    expect(members).to_contain_text("ada@northwind.test")
+    expect(members).to_contain_text("clerk")
+    screenshot(page, "people")
+    login = world.admin.client.post(f"/{world.name}/auth/token",
+                                    json={"email": "ada@northwind.test", "password": "correct horse"})
+    assert login.status_code == 200
+
+    members.get_by_role("button", name="Remove").click()
+    confirm(page, "Remove", "ada@northwind.test leaves Northwind")
+    expect(members).to_contain_text("No memberships yet.")
+    # Ada is in no org any more: she can no longer sign in to Northwind.
+    login = world.admin.client.post(f"/{world.name}/auth/token",
+                                    json={"email": "ada@northwind.test", "password": "correct horse"})
+    assert login.status_code == 422, login.text
