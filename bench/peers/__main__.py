@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bench.harness import database, process_tree, running_server
 from bench.peers import report
-from bench.peers.measure import Settings, cores, measure_cells, measure_idle
+from bench.peers.measure import Cell, Idle, Settings, cores, measure_cells, measure_idle
 from bench.peers.systems import (
     ROUTES,
     SEED_ROWS,
@@ -65,14 +65,8 @@ def loadavg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if not Path(WRK).exists():
-        raise SystemExit(f"{WRK} not found: `apt-get install wrk`")
-    command = "python -m bench.peers " + shlex.join(argv if argv is not None else sys.argv[1:])
-    started = dt.datetime.now(dt.UTC)
-    print(f"Authoric vs PocketBase, {started:%Y-%m-%d %H:%M} UTC: `{command}`")
-    print(f"machine: {cores()} cores, {platform.platform()}, load average {loadavg()}")
+def run(args: argparse.Namespace) -> tuple[list[Cell], list[Idle]]:
+    """Both systems up on fresh data, set up alike, idle measured, then the cells."""
     with tempfile.TemporaryDirectory(prefix="authoric-peers-") as tmp:
         work = Path(tmp)
         os.chmod(work, 0o755)  # the embedded PostgreSQL may run as another user
@@ -97,8 +91,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cells: {len(args.routes) * len(args.concurrency)} x 2 systems x "
                   f"{args.rounds} slices x ({args.warmup:g} s warm-up + {per_slice} s)\n")
             settings = Settings(args.duration, args.rounds, args.warmup, args.threads, work)
-            cells = measure_cells(targets, args.routes, args.concurrency, settings)
-    print(f"\nload average at the end: {loadavg()}")
+            return measure_cells(targets, args.routes, args.concurrency, settings), idle
+
+
+def print_report(cells: list[Cell], idle: list[Idle]) -> bool:
+    """The tables; True when some cell had errors."""
     print("\nCPU ms/req: the server's process tree plus, for Authoric, its PostgreSQL, per "
           "completed request. Ratios are Authoric/PocketBase.\n")
     print(report.figures_table(cells))
@@ -114,7 +111,19 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(f"- {line}" for line in flagged))
     else:
         print("\nNo errors: every measured and warm-up response was 2xx.")
-    return 1 if flagged else 0
+    return bool(flagged)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not Path(WRK).exists():
+        raise SystemExit(f"{WRK} not found: `apt-get install wrk`")
+    command = "python -m bench.peers " + shlex.join(argv if argv is not None else sys.argv[1:])
+    print(f"Authoric vs PocketBase, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC: `{command}`")
+    print(f"machine: {cores()} cores, {platform.platform()}, load average {loadavg()}")
+    cells, idle = run(args)
+    print(f"\nload average at the end: {loadavg()}")
+    return 1 if print_report(cells, idle) else 0
 
 
 if __name__ == "__main__":

@@ -481,7 +481,7 @@ def test_an_import_of_more_than_1000_rows_sends_one_resync_to_the_org_only(
         events = [f for f in feed.events() if f.event != "connected"]
         events_b = [f for f in feed_b.events() if f.event != "connected"]
     assert [(f.event, f.data) for f in events[:1]] == [
-        ("resync", {"reason": "bulk_change", "table": "invoices"})]
+        ("resync", {"reason": "bulk_change", "table": "things"})]
     assert [f.row_uid for f in events[1:]] == [marker["uid"]]
     assert [f.row_uid for f in events_b] == [marker_b["uid"]]
     app = _app_uid(ledger)

@@ -125,8 +125,8 @@ def test_a_member_who_may_read_one_table_sees_only_that_table(
     member = world.caller(world.orgs["Northwind"], ["invoice_reader"])
     doc = _doc(member, world)
     assert _tables(doc) == {"invoices"}
-    assert {p.split("/")[3] for p in doc["paths"]} == {"invoices"}
-    assert "vendors" not in json.dumps(doc)
+    assert {p.split("/")[3] for p in doc["paths"] if "/autocrud/" in p} == {"invoices"}
+    assert "vendors" not in json.dumps(doc)  # nor in the multi-table stream's `tables`
 
 
 @pytest.mark.parametrize("permissions", [["vendors:create"], ["vendors:update", "vendors:delete"]])

@@ -337,7 +337,8 @@ def platform_fuzz(platform_world: tuple[AppWorld, Pins, str], other_app_token: s
         return member if path.startswith(f"/{pins.app}/autocrud/") else admin
 
     def needs_auth(path: str) -> bool:
-        return not path.startswith(f"/{pins.app}/auth/")
+        # Sessions and the load balancer's probes are open to anyone.
+        return not path.startswith(f"/{pins.app}/auth/") and path not in ("/healthz", "/readyz")
 
     return Fuzzed(
         base_url=world.server.url, good=good, needs_auth=needs_auth,

@@ -11,8 +11,12 @@ import csv
 import io
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,7 +26,7 @@ import httpx
 import pytest
 
 from tests.scenario import AppWorld, Caller, expect, unique
-from tests.servers import ServerProcess
+from tests.servers import ServerProcess, free_port
 from tests.sse import SSEClient
 
 AUTHORIC = str(Path(sys.executable).with_name("authoric"))
@@ -273,3 +277,156 @@ def test_operator_seeds_the_demo_then_a_seeded_user_logs_in_over_http_and_lists(
 def test_seed_without_demo_exits_2(cli: Cli) -> None:
     run = cli("seed")
     assert run.code == 2
+
+
+# --- `authoric serve` as an operator starts and stops it --------------------------------------
+
+SERVE_TIMEOUT = 120.0  # seconds: workers (or an embedded PostgreSQL) start slowly on a busy box
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen[bytes]
+    url: str
+    output: Path
+
+    def text(self) -> str:
+        return self.output.read_text(errors="replace")
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(SERVE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            raise AssertionError(f"serve did not exit after SIGTERM:\n{self.text()}") from None
+
+
+def serve(env: dict[str, str], output: Path, *args: str) -> Served:
+    """`authoric serve` with exactly `env` (no test defaults), ready once /healthz answers."""
+    port = free_port()
+    with output.open("wb") as out:
+        process = subprocess.Popen([AUTHORIC, "serve", "--port", str(port), *args], env=env,
+                                   stdout=out, stderr=subprocess.STDOUT)
+    served = Served(process, f"http://127.0.0.1:{port}", output)
+    deadline = time.monotonic() + SERVE_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"serve exited early:\n{served.text()}")
+        try:
+            if httpx.get(f"{served.url}/healthz", timeout=2).status_code == 200:
+                return served
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    served.stop()
+    raise AssertionError(f"serve did not start:\n{served.text()}")
+
+
+def bare_env(**extra: str) -> dict[str, str]:
+    """The environment without any Authoric setting, plus `extra`."""
+    return {**{k: v for k, v in os.environ.items()
+               if not k.startswith("AUTHORIC_") and k != "DATABASE_URL"}, **extra}
+
+
+def fresh(url: str, token: str) -> httpx.Response:
+    """A GET on a new connection each time, so either worker may take it."""
+    return httpx.get(url, headers={"Authorization": f"Bearer {token}", "Connection": "close"},
+                     timeout=30)
+
+
+def test_operator_serving_two_workers_on_an_empty_data_dir_gets_one_admin_token_printed_once(
+        database_url: str, tmp_path: Path) -> None:
+    data = tmp_path / "data"  # does not exist yet
+    env = bare_env(DATABASE_URL=database_url, AUTHORIC_DATA_DIR=str(data))
+    first = serve(env, tmp_path / "first.out", "--workers", "2")
+    try:
+        token = (data / "admin_token").read_text().strip()
+        assert sorted(p.name for p in data.iterdir()) == ["admin_token", "jwt_secret"]
+        assert all((data / n).stat().st_mode & 0o777 == 0o600 for n in ("admin_token", "jwt_secret"))
+        # Every worker accepts the admin token and every token any worker signs.
+        assert all(fresh(f"{first.url}/admin/apps", token).status_code == 200 for _ in range(20))
+        with httpx.Client(base_url=first.url, timeout=30) as client:
+            world = AppWorld.create(ServerProcess(first.url, token, first.process, first.output),
+                                    client)
+            world.table("notes", [{"name": "body", "type": "text"}])
+            world.role("reader", ["notes:read_list"])
+            member = world.caller(world.org("A"), ["reader"])
+        assert member.token is not None
+        codes = [fresh(f"{first.url}{world.rows('notes')}", member.token).status_code
+                 for _ in range(20)]
+        assert codes == [200] * 20
+        assert first.stop() == 0
+        assert first.text().count(token) == 2  # the announcement and the curl hint, once
+    finally:
+        first.stop()
+    again = serve(env, tmp_path / "again.out", "--workers", "1")
+    try:
+        assert (data / "admin_token").read_text().strip() == token  # kept, not regenerated
+        assert fresh(f"{again.url}/admin/apps", token).status_code == 200
+    finally:
+        assert again.stop() == 0
+    assert token not in again.text()
+    assert f"admin token: in {data / 'admin_token'}" in again.text()
+
+
+def test_operator_giving_the_admin_token_in_the_environment_never_sees_it_printed(
+        database_url: str, tmp_path: Path) -> None:
+    token = "an-admin-token-from-the-environment-0123"
+    served = serve(bare_env(DATABASE_URL=database_url, AUTHORIC_DATA_DIR=str(tmp_path / "data"),
+                            AUTHORIC_ADMIN_TOKEN=token), tmp_path / "serve.out", "--workers", "1")
+    try:
+        assert fresh(f"{served.url}/admin/apps", token).status_code == 200
+    finally:
+        assert served.stop() == 0
+    assert token not in served.text()
+    assert "admin token: from AUTHORIC_ADMIN_TOKEN" in served.text()
+    assert not (tmp_path / "data" / "admin_token").exists()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_operator_stopping_serve_with_sigterm_also_stops_the_embedded_postgresql_it_started(
+        tmp_path: Path) -> None:
+    work = Path(tempfile.mkdtemp(prefix="authoric-embedded-"))
+    os.chmod(work, 0o755)  # the embedded PostgreSQL may run as another user (as root: pgserver)
+    try:
+        served = serve(bare_env(AUTHORIC_DATA_DIR=str(work / "data")), tmp_path / "serve.out",
+                       "--workers", "1")
+        try:
+            postmaster = int((work / "data" / "pg" / "postmaster.pid").read_text().split()[0])
+            assert _alive(postmaster)
+        finally:
+            code = served.stop()
+        assert code == 0, served.text()
+        deadline = time.monotonic() + SERVE_TIMEOUT
+        while _alive(postmaster) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(postmaster), "the embedded PostgreSQL kept running after serve exited"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_operator_with_json_logs_finds_a_clients_request_id_on_that_requests_log_line(
+        database_url: str, tmp_path: Path) -> None:
+    served = serve(bare_env(DATABASE_URL=database_url, AUTHORIC_DATA_DIR=str(tmp_path / "data"),
+                            AUTHORIC_LOG_FORMAT="json"), tmp_path / "serve.out", "--workers", "1")
+    try:
+        answer = httpx.get(f"{served.url}/admin/apps/some-app", timeout=30,
+                           headers={"X-Request-ID": "support-ticket-4711"})
+        assert answer.json()["error"]["details"]["requestId"] == "support-ticket-4711"
+    finally:
+        assert served.stop() == 0
+    logged = served.text().split("\n", 3)[3]  # after the three announcement lines
+    lines = [json.loads(line) for line in logged.splitlines() if line.strip()]
+    assert lines, served.text()
+    mine = [line for line in lines if line.get("requestId") == "support-ticket-4711"]
+    assert [(m["route"], m["status"]) for m in mine] == [("/admin/apps/{app}", 401)]
+    assert "some-app" not in mine[0]["route"]

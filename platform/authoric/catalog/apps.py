@@ -21,8 +21,8 @@ from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
 from authoric.errors import Conflict, NotFound, ValidationFailed, invalid_body
 
-# A browser origin as the `Origin` header carries it: scheme://host[:port], no path; or "*".
-ORIGIN_PATTERN = (r"^(\*|[A-Za-z][A-Za-z0-9+.-]*://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.~-]+)"
+# A web page's origin as the `Origin` header carries it: http(s)://host[:port], no path; or "*".
+ORIGIN_PATTERN = (r"^(\*|[Hh][Tt][Tt][Pp][Ss]?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.~-]+)"
                   r"(:[0-9]{1,5})?)$")
 MAX_ORIGINS = 100
 

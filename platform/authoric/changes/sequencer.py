@@ -80,6 +80,7 @@ class Sequencer(DedicatedWorker):
         self.wake = asyncio.Event()
         self.leader = False
         self.connected = False  # for readiness: the dedicated connection is up
+        self.notifies_sent = 0  # as a follower (benchmarks: how well nudges coalesce)
 
     def nudge(self) -> None:
         """Called after a local commit that may have written change-log rows."""
@@ -112,6 +113,7 @@ class Sequencer(DedicatedWorker):
             if await self._woken(max(0.0, next_try - time.monotonic())):
                 self.wake.clear()  # before the NOTIFY: later nudges make the next one
                 await conn.execute("SELECT pg_notify($1, '')", PENDING_CHANNEL)
+                self.notifies_sent += 1
 
     async def _lead(self, conn: asyncpg.Connection) -> None:
         self.leader = True

@@ -87,11 +87,19 @@ async def bulk_delete(request: Request, app: str, table: str) -> dict[str, Any]:
 
 @router.post("/{app}/autocrud/{table}/import", status_code=201)
 async def import_rows(request: Request, app: str, table: str) -> dict[str, Any]:
-    async with governed(request, app, table, "create") as (conn, access):
+    # The caller is admitted before the body is read (a stranger cannot make us store a
+    # gigabyte), the body is spooled with no connection held (a slow sender holds no pooled
+    # connection), and the import transaction admits the caller again (roles may change).
+    async with governed(request, app, table, "create"):
         content_type = request.headers.get("content-type", "")
         if content_type.split(";")[0].strip().lower() != "text/csv":
             raise UnsupportedMediaType("send the file as text/csv", {"contentType": content_type})
-        return {"inserted": await csv_import.import_csv(conn, access, request.stream())}
+    spool = await csv_import.spool_body(request.stream())
+    try:
+        async with governed(request, app, table, "create") as (conn, access):
+            return {"inserted": await csv_import.import_csv(conn, access, spool)}
+    finally:
+        spool.close()
 
 
 @router.get("/{app}/autocrud/{table}/{uid}")

@@ -31,7 +31,7 @@ class RequestIdFilter(logging.Filter):
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, requestId, extras, exc."""
+    """One JSON object per line: time, level, logger, pid, message, requestId, extras, exc."""
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
@@ -39,6 +39,7 @@ class JsonFormatter(logging.Formatter):
                 timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
+            "pid": record.process,  # which worker, with --workers N
             "message": record.getMessage(),
         }
         rid = getattr(record, "request_id", None)

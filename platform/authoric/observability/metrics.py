@@ -1,7 +1,8 @@
 """Prometheus metrics (`GET /metrics`): what is counted, and how it is rendered.
 
 Counted as things happen, in this process (cheap: an increment each):
-- HTTP requests by route template, method and status, with their latency (one histogram);
+- HTTP requests by route template, method and status, with their latency (one histogram),
+  and requests in flight;
 - database pool connections in use and callers waiting (pool checkout/checkin events);
 - open SSE streams, frames sent by type, streams closed by reason (`overflow`: dropped for a
   slow reader), through `metered_frames` around each stream;
@@ -62,6 +63,9 @@ class Metrics:
             "authoric_http_request_duration_seconds",
             "HTTP requests by route template, method and status, and how long they took",
             ["route", "method", "status"], buckets=LATENCY_BUCKETS, registry=r)
+        self.in_flight = Gauge("authoric_http_requests_in_flight",
+                               "requests begun and not yet answered in full",
+                               multiprocess_mode="livesum", registry=r)
         self.pool_in_use = Gauge("authoric_db_pool_in_use", "pooled connections checked out",
                                  multiprocess_mode="livesum", registry=r)
         self.pool_waiting = Gauge("authoric_db_pool_waiting",
@@ -77,11 +81,16 @@ class Metrics:
             ["reason"], registry=r)
         self.throttled = Counter("authoric_login_throttled",
                                  "token and refresh requests refused with 429", registry=r)
+        self._children: dict[tuple[str, str, int], Any] = {}
 
     # --- counted as things happen ---------------------------------------------------------
 
     def request(self, route: str, method: str, status: int, seconds: float) -> None:
-        self.requests.labels(route, method, str(status)).observe(seconds)
+        key = (route, method, status)
+        child = self._children.get(key)
+        if child is None:  # `labels()` costs a few microseconds; the set of keys is bounded
+            child = self._children[key] = self.requests.labels(route, method, str(status))
+        child.observe(seconds)
         if status == 429 and route in THROTTLED_ROUTES:
             self.throttled.inc()
 

@@ -7,10 +7,14 @@ Typed numbers and dates cannot carry a formula and are written as they are.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import csv
 import io
 import json
-from collections.abc import AsyncIterator
+import os
+import tempfile
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from sqlalchemy import and_, select
@@ -25,6 +29,7 @@ from authoric.records.reads import filter_scope
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 BATCH = 1000
+SEND_CHUNK = 1 << 16
 
 
 def neutralised(value: str) -> str:
@@ -53,6 +58,52 @@ def export_statement(access: Access, filter_doc: dict[str, Any], order: str | No
 
 
 async def export_csv(engine: AsyncEngine, access: Access, statement: Any) -> AsyncIterator[bytes]:
+    """The CSV bytes, read from the database as fast as it answers, sent as fast as the
+    client reads.
+
+    A reader task writes the rows to a temporary file and gives its connection back as soon
+    as the last row is read; the response streams from the file behind it. A client that
+    reads slowly, or stops reading, holds a file and a little memory, never a pooled
+    connection or an open transaction. The first bytes go out while rows are still being
+    read.
+    """
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
+    fd = spool.fileno()
+    written = 0
+    grew = asyncio.Event()
+
+    def append(data: bytes) -> None:
+        nonlocal written
+        os.pwrite(fd, data, written)
+        written += len(data)
+        grew.set()
+
+    reader = asyncio.create_task(_read_rows(engine, access, statement, append))
+    try:
+        sent = 0
+        while True:
+            if sent < written:
+                data = os.pread(fd, min(SEND_CHUNK, written - sent), sent)
+                sent += len(data)
+                yield data
+                continue
+            if reader.done():  # and everything it wrote has been sent
+                reader.result()  # a failed read ends the response here (truncated CSV)
+                return
+            grew.clear()
+            more = asyncio.create_task(grew.wait())
+            await asyncio.wait([reader, more], return_when=asyncio.FIRST_COMPLETED)
+            more.cancel()
+    finally:
+        if not reader.done():  # the client went away: stop reading, free the connection
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+        spool.close()
+
+
+async def _read_rows(engine: AsyncEngine, access: Access, statement: Any,
+                     append: Callable[[bytes], None]) -> None:
     table = access.table
     columns = table.definition.columns
     kinds = ["uuid", *["redacted" if c.name in access.decision.redacted else c.type
@@ -66,8 +117,8 @@ async def export_csv(engine: AsyncEngine, access: Access, statement: Any) -> Asy
             for row in partition:
                 shaped = table.row_json(row, access.decision.redacted)
                 writer.writerow([_cell(k, v) for k, v in zip(kinds, shaped.values(), strict=True)])
-            yield buffer.getvalue().encode()
+            append(buffer.getvalue().encode())
             buffer.seek(0)
             buffer.truncate()
     if buffer.tell():
-        yield buffer.getvalue().encode()
+        append(buffer.getvalue().encode())

@@ -21,7 +21,7 @@ import secrets
 import tempfile
 import time
 from collections.abc import AsyncIterator
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 import asyncpg
 from sqlalchemy import text
@@ -41,6 +41,9 @@ STRAY_QUOTE = re.compile(rb'[^,\r\n"]"[^,\r\n"]')
 # PostgreSQL type names by column type, for casts here and in the careful importer's staging.
 PG_TYPES = {name: kind.pg_name for name, kind in REGISTRY.items()}
 SPOOL_CHUNK = 1 << 20
+# Read back in pieces the size the network delivers: the careful parser's transient memory
+# grows with the piece (a 1 MiB piece of short lines is tens of thousands of strings).
+SPOOL_READ = 1 << 16
 
 
 class NeedsDiagnosis(Exception):
@@ -48,21 +51,27 @@ class NeedsDiagnosis(Exception):
 
 
 class Spool:
-    """The request body as it streamed by, on disk, so it can be read a second time."""
+    """The request body as it streamed by, kept (in memory up to 1 MiB, then on disk) so it
+    can be read a second time. A `complete` spool already holds the whole body: writes to
+    it are no-ops, and its own `chunks()` feed the importer."""
 
-    def __init__(self) -> None:
-        self.file: BinaryIO = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+    def __init__(self, complete: bool = False) -> None:
+        self.file: IO[bytes] = tempfile.SpooledTemporaryFile(SPOOL_CHUNK)  # noqa: SIM115 - closed by close()
+        self.complete = complete
 
     def write(self, chunk: bytes) -> None:
-        self.file.write(chunk)
+        if not self.complete:
+            self.file.write(chunk)
 
     async def drain(self, chunks: AsyncIterator[bytes]) -> None:
+        if self.complete:
+            return
         async for chunk in chunks:
             self.file.write(chunk)
 
     async def chunks(self) -> AsyncIterator[bytes]:
         self.file.seek(0)
-        while chunk := self.file.read(SPOOL_CHUNK):
+        while chunk := self.file.read(SPOOL_READ):
             yield chunk
 
     def close(self) -> None:

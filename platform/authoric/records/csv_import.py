@@ -104,14 +104,40 @@ def _row(columns: list[ColumnDef], record: Record, errors: ImportErrors) -> list
     return values if ok else None
 
 
-async def import_csv(conn: AsyncConnection, access: Access, chunks: AsyncIterator[bytes]) -> int:
-    """Import the CSV stream into the caller's org; return how many rows were inserted.
+async def spool_body(chunks: AsyncIterator[bytes]) -> Spool:
+    """The whole request body, read before any database connection is taken: a client that
+    sends slowly then holds a file, not one of the pool's connections. (The size limit is
+    the body limit's, enforced as the bytes arrive.)"""
+    spool = Spool(complete=True)
+    try:
+        async for chunk in chunks:
+            spool.file.write(chunk)
+    except BaseException:
+        spool.close()
+        raise
+    return spool
+
+
+async def import_csv(conn: AsyncConnection, access: Access,
+                     chunks: AsyncIterator[bytes] | Spool) -> int:
+    """Import the CSV stream (or an already spooled body) into the caller's org; return how
+    many rows were inserted.
 
     The fast path (`csv_fast`) lets PostgreSQL parse and type the file; when it cannot vouch
     for the file, its attempt is rolled back and the careful path below reads the spooled
     copy, naming each bad line and column (or importing what our rules accept).
     """
+    if isinstance(chunks, Spool):
+        return await _import(conn, access, chunks.chunks(), chunks)
     spool = Spool()
+    try:
+        return await _import(conn, access, chunks, spool)
+    finally:
+        spool.close()
+
+
+async def _import(conn: AsyncConnection, access: Access, chunks: AsyncIterator[bytes],
+                  spool: Spool) -> int:
     try:
         head, header = await read_header(chunks, spool)
         columns = header_columns(access, header) if header.fields else None
@@ -123,13 +149,10 @@ async def import_csv(conn: AsyncConnection, access: Access, chunks: AsyncIterato
                     return count
             except NeedsDiagnosis:
                 pass
-        await spool.drain(chunks)
-        return await _careful_import(conn, access, spool.chunks())
     except NeedsDiagnosis:
-        await spool.drain(chunks)
-        return await _careful_import(conn, access, spool.chunks())
-    finally:
-        spool.close()
+        pass
+    await spool.drain(chunks)
+    return await _careful_import(conn, access, spool.chunks())
 
 
 async def _careful_import(conn: AsyncConnection, access: Access, chunks: AsyncIterator[bytes]) -> int:

@@ -1,14 +1,14 @@
 """audit log: every admin change, admin row write and impersonation, per app
 
-Revision ID: 0003
-Revises: 0004 (main added 0004 while this branch was open)
+Revision ID: 0005
+Revises: 0004
 Create Date: 2026-12-03
 """
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0003"
+revision = "0005"
 down_revision = "0004"
 branch_labels = None
 depends_on = None
