@@ -15,7 +15,17 @@ from authoric.catalog.snapshot import SnapshotCache
 from authoric.changes.sequencer import Sequencer
 from authoric.db.embedded import embedded_database_url
 from authoric.db.engine import create_engine, libpq_url, session_settings
-from authoric.http import admin, autocrud, console, health, metrics, openapi, sessions, subscribe
+from authoric.http import (
+    admin,
+    autocrud,
+    console,
+    console_static,
+    health,
+    metrics,
+    openapi,
+    sessions,
+    subscribe,
+)
 from authoric.http.admin_audit import AdminAudit
 from authoric.http.context import Services
 from authoric.http.cors import AppCors, app_origins
@@ -86,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(subscribe.router)  # before admin: `.../rows/subscribe` is not a row uid
     app.include_router(admin.router)
     app.include_router(console.router)
+    app.include_router(console_static.router)
     app.include_router(openapi.router)
     app.include_router(sessions.router)
     app.include_router(autocrud.router)

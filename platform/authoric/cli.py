@@ -52,6 +52,7 @@ def announce(base: str, token: Secret) -> None:
     """Where the server is; the admin token only when generated just now (never one from the
     environment, never again on later starts: logs are kept longer than terminals)."""
     print(f"Authoric is starting at {base}", flush=True)
+    print(f"console: {base}/console/ (sign in with the admin token)", flush=True)
     if token.created:
         print(f"admin token (generated, kept in {token.path}): {token.value}", flush=True)
         print(f"try: curl -H 'Authorization: Bearer {token.value}' {base}/admin/apps", flush=True)

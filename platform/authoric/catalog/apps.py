@@ -137,8 +137,8 @@ async def bump_version(conn: AsyncConnection, app_uid: uuid.UUID) -> None:
     await conn.execute(text("SELECT pg_notify('authoric_policy', :app)"), {"app": str(app_uid)})
 
 
-# App names that would shadow a platform path (`/admin`, `/docs`, `/openapi.json`).
-RESERVED_APP_NAMES = frozenset({"admin", "docs", "openapi", "redoc", "health"})
+# App names that would shadow a platform path (`/admin`, `/console/`, `/docs`, `/openapi.json`).
+RESERVED_APP_NAMES = frozenset({"admin", "console", "docs", "openapi", "redoc", "health"})
 
 
 async def create_app(conn: AsyncConnection, new: NewApp) -> Any:

@@ -1,0 +1,75 @@
+// The operator's session: the admin token (sessionStorage, so it ends with the tab), the
+// colour scheme, and the confirmation dialog every schema change goes through.
+import { call, type Query } from './api';
+
+const TOKEN_KEY = 'authoric.adminToken';
+const THEME_KEY = 'authoric.theme';
+
+export type Theme = 'system' | 'light' | 'dark';
+
+export const session = $state({
+  token: sessionStorage.getItem(TOKEN_KEY) ?? '',
+  theme: (localStorage.getItem(THEME_KEY) as Theme | null) ?? 'system',
+});
+
+export function signIn(token: string): void {
+  session.token = token;
+  sessionStorage.setItem(TOKEN_KEY, token);
+}
+
+export function signOut(): void {
+  session.token = '';
+  sessionStorage.removeItem(TOKEN_KEY);
+}
+
+export function setTheme(theme: Theme): void {
+  session.theme = theme;
+  localStorage.setItem(THEME_KEY, theme);
+}
+
+/** An admin call with the session's token. */
+export function admin<T>(method: string, path: string, body?: unknown, query?: Query): Promise<T> {
+  return call<T>(session.token, method, `/admin${path}`, body, query);
+}
+
+export interface ConfirmRequest {
+  title: string;
+  lines: string[];
+  action: string;
+  danger: boolean;
+  resolve: (ok: boolean) => void;
+}
+
+export const dialog = $state<{ current: ConfirmRequest | null }>({ current: null });
+
+/** Shows exactly what will change; resolves true when the operator confirms. */
+export function confirmChange(title: string, lines: string[], action = 'Apply',
+                              danger = false): Promise<boolean> {
+  return new Promise((resolve) => {
+    dialog.current = {
+      title, lines, action, danger,
+      resolve: (ok) => {
+        dialog.current = null;
+        resolve(ok);
+      },
+    };
+  });
+}
+
+export const toast = $state<{ message: string; kind: 'info' | 'error' }>({ message: '', kind: 'info' });
+let toastTimer: ReturnType<typeof setTimeout> | undefined;
+
+export function notify(message: string, kind: 'info' | 'error' = 'info'): void {
+  toast.message = message;
+  toast.kind = kind;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => (toast.message = ''), kind === 'error' ? 8000 : 3000);
+}
+
+export function describeError(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: string }).code;
+    return code ? `${code}: ${error.message}` : error.message;
+  }
+  return String(error);
+}

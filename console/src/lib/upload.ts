@@ -1,0 +1,32 @@
+// CSV upload with progress: fetch() cannot report upload progress, XMLHttpRequest can.
+import { ApiError, type ErrorBody } from './api';
+
+export function uploadCsv(url: string, token: string, file: Blob,
+                          onProgress: (fraction: number) => void): Promise<{ inserted: number }> {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', url);
+    xhr.setRequestHeader('Authorization', `Bearer ${token}`);
+    xhr.setRequestHeader('Content-Type', 'text/csv');
+    xhr.upload.onprogress = (e) => {
+      if (e.lengthComputable) onProgress(e.loaded / e.total);
+    };
+    xhr.onload = () => {
+      onProgress(1);
+      let body: unknown = null;
+      try {
+        body = JSON.parse(xhr.responseText);
+      } catch {
+        body = null;
+      }
+      if (xhr.status >= 200 && xhr.status < 300) resolve(body as { inserted: number });
+      else {
+        const error = (body as { error?: ErrorBody } | null)?.error ??
+          { code: `HTTP_${xhr.status}`, message: xhr.statusText, details: {} };
+        reject(new ApiError(xhr.status, error));
+      }
+    };
+    xhr.onerror = () => reject(new Error('the upload failed (network)'));
+    xhr.send(file);
+  });
+}

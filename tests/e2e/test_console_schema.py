@@ -1,0 +1,116 @@
+"""An operator builds an app, its tables and a role from nothing, in the browser only."""
+
+from __future__ import annotations
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import confirm, go, screenshot
+from tests.scenario import AppWorld, Caller, unique
+from tests.scenario import expect as expect_status
+from tests.servers import ServerProcess
+
+
+def add_column(page: Page, index: int, name: str, type_: str, references: str | None = None,
+               required: bool = False) -> None:
+    row = page.locator(".coldef").nth(index)
+    row.get_by_label("Column name").fill(name)
+    row.get_by_label("Column type").select_option(type_)
+    if references:
+        row.get_by_label("References table").select_option(references)
+    if required:
+        row.get_by_label("required").check()
+
+
+def test_operator_builds_an_app_two_tables_and_a_role_from_nothing(
+        console: Page, server: ServerProcess, http: httpx.Client) -> None:
+    admin = Caller(http, server.admin_token)
+    app = unique("shop")
+    page = console
+
+    page.get_by_label("New app name").fill(app)
+    page.get_by_role("button", name="Create app").click()
+    expect(page.get_by_role("heading", name=f"Tables of {app}")).to_be_visible()
+
+    page.get_by_label("Table name").fill("vendors")
+    add_column(page, 0, "name", "text", required=True)
+    page.get_by_role("button", name="Create table").click()
+    confirm(page, "Create table", 'Create table "vendors"', "Add column name (text), required.")
+    expect(page.get_by_role("heading", name="vendors", exact=True)).to_be_visible()
+
+    page.get_by_role("link", name="+ New table").click()
+    page.get_by_label("Table name").fill("invoices")
+    add_column(page, 0, "number", "text", required=True)
+    page.get_by_role("button", name="+ Column").click()
+    add_column(page, 1, "vendor", "reference", references="vendors")
+    page.get_by_role("button", name="+ Column").click()
+    add_column(page, 2, "amount", "numeric")
+    page.get_by_role("button", name="Create table").click()
+    confirm(page, "Create table", "Add column vendor (reference → vendors).",
+            "Add column amount (numeric).")
+    expect(page.get_by_role("heading", name="invoices", exact=True)).to_be_visible()
+
+    # A column added and an operation switched off, after a confirmation saying exactly that.
+    page.get_by_role("button", name="+ Column").click()
+    add_column(page, 0, "status", "text")
+    page.locator("input[name=op-delete]").uncheck()
+    page.get_by_role("button", name="Review and apply changes").click()
+    screenshot(page, "schema-change-confirmation")
+    confirm(page, "Apply changes", 'Add column status (text) to "invoices".',
+            'Switch delete off for "invoices".')
+    expect(page.get_by_text("Table \"invoices\" changed")).to_be_visible()
+
+    table = expect_status(admin.get(f"/admin/apps/{app}/tables/invoices"), 200)
+    assert [c["name"] for c in table["columns"]] == ["number", "vendor", "amount", "status"]
+    assert table["columns"][1]["references"] == "vendors"
+    assert table["operations"]["delete"] is False
+
+    # A role, from the permissions matrix.
+    page.get_by_role("link", name="Roles").click()
+    page.get_by_label("New role name").fill("clerk")
+    page.get_by_role("button", name="New role").click()
+    expect(page.get_by_role("heading", name='Role "clerk"')).to_be_visible()
+    for permission in ["invoices:read_list", "invoices:read", "vendors:read_list"]:
+        page.get_by_label(permission, exact=True).check()
+    page.get_by_role("button", name="Save role").click()
+    confirm(page, "Save role", "Grant invoices:read_list, invoices:read, vendors:read_list.")
+    expect(page.get_by_role("status")).to_contain_text('Role "clerk" saved')
+    role = expect_status(admin.get(f"/admin/apps/{app}/roles/clerk"), 200)
+    assert sorted(role["permissions"]) == ["invoices:read", "invoices:read_list", "vendors:read_list"]
+    expect(page.get_by_test_id("overview-matrix")).to_contain_text("clerk")
+    screenshot(page, "roles")
+
+
+def test_operator_creates_an_org_and_a_user_assigns_a_role_and_removes_the_membership(
+        console: Page, world: AppWorld) -> None:
+    world.role("clerk", ["*:*"])
+    page = console
+    go(page, world, "people")
+    page.get_by_label("New org name").fill("Northwind")
+    page.get_by_role("button", name="Create org").click()
+    expect(page.get_by_role("status")).to_contain_text('Org "Northwind" created')
+    page.get_by_label("New user email").fill("ada@northwind.test")
+    page.get_by_label("New user password").fill("correct horse")
+    page.get_by_role("button", name="Create user").click()
+    expect(page.get_by_role("status")).to_contain_text("User ada@northwind.test created")
+
+    page.get_by_label("Member user").select_option(label="ada@northwind.test")
+    page.get_by_label("Member org").select_option(label="Northwind")
+    page.get_by_label("clerk").check()
+    page.get_by_role("button", name="Save membership").click()
+    confirm(page, "Save membership", "ada@northwind.test in Northwind holds: clerk.")
+    members = page.get_by_test_id("members")
+    expect(members).to_contain_text("ada@northwind.test")
+    expect(members).to_contain_text("clerk")
+    screenshot(page, "people")
+    login = world.admin.client.post(f"/{world.name}/auth/token",
+                                    json={"email": "ada@northwind.test", "password": "correct horse"})
+    assert login.status_code == 200
+
+    members.get_by_role("button", name="Remove").click()
+    confirm(page, "Remove", "ada@northwind.test leaves Northwind")
+    expect(members).to_contain_text("No memberships yet.")
+    # Ada is in no org any more: she can no longer sign in to Northwind.
+    login = world.admin.client.post(f"/{world.name}/auth/token",
+                                    json={"email": "ada@northwind.test", "password": "correct horse"})
+    assert login.status_code == 422, login.text
