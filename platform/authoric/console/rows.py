@@ -28,6 +28,7 @@ from authoric.query.fields import table_fields
 from authoric.query.filters import FilterScope, compile_filter
 from authoric.query.listing import cursor_clause, encode_cursor, parse_limit, parse_order
 from authoric.records import csv_import, writes
+from authoric.records.csv_fast import Spool
 from authoric.records.gate import Access, admit
 
 ORG = "org"  # the key a row of the operator's view carries its org under
@@ -168,7 +169,7 @@ async def delete_row(conn: AsyncConnection, target: AdminTable, uid: uuid.UUID) 
 
 
 async def import_rows(conn: AsyncConnection, target: AdminTable, org_uid: uuid.UUID,
-                      chunks: AsyncIterator[bytes]) -> int:
+                      chunks: AsyncIterator[bytes] | Spool) -> int:
     inserted = await csv_import.import_csv(conn, _as_app(target, org_uid, "create"), chunks)
     await audit.record(conn, target.app_uid, "row.import", target.target(),
                        {"org": str(org_uid), "inserted": inserted})
