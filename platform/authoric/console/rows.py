@@ -29,6 +29,7 @@ from authoric.plan.listing import cursor_clause, encode_cursor, parse_limit, par
 from authoric.plan.runner import ConnectionExecutor
 from authoric.policy.principal import Principal
 from authoric.records import csv_import, writes
+from authoric.records.csv_fast import Spool
 from authoric.records.gate import Access, admit
 from authoric.records.values import column_values
 
@@ -174,7 +175,7 @@ async def delete_row(conn: AsyncConnection, target: AdminTable, uid: uuid.UUID) 
 
 
 async def import_rows(conn: AsyncConnection, target: AdminTable, org_uid: uuid.UUID,
-                      chunks: AsyncIterator[bytes]) -> int:
+                      chunks: AsyncIterator[bytes] | Spool) -> int:
     inserted = await csv_import.import_csv(conn, _as_app(target, org_uid, "create"), chunks)
     await audit.record(conn, target.app_uid, "row.import", target.target(),
                        {"org": str(org_uid), "inserted": inserted})

@@ -27,6 +27,7 @@ from authoric.http.admin_audit import audited_by_route
 from authoric.http.autocrud import RESERVED_PARAMS, list_filter
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import json_body, services
+from authoric.records import csv_import
 
 router = APIRouter(prefix="/admin/apps/{app}", tags=["console"],
                    dependencies=[Depends(require_admin), Depends(audited_by_route)],
@@ -69,12 +70,20 @@ async def create_row(request: Request, app: str, table: str) -> dict[str, Any]:
 
 @router.post(ROWS + "/import", status_code=201)
 async def import_rows(request: Request, app: str, table: str) -> dict[str, Any]:
+    # As for REST: the request is checked, then the body is spooled with no connection held
+    # (a slow upload holds a file, not a pooled connection), then imported in one transaction.
     async with admin_table(request, app, table) as (conn, target):
-        org = await rows.import_org(conn, target.app_uid, request.query_params.get("org"))
+        await rows.import_org(conn, target.app_uid, request.query_params.get("org"))
         content_type = request.headers.get("content-type", "")
         if content_type.split(";")[0].strip().lower() != "text/csv":
             raise UnsupportedMediaType("send the file as text/csv", {"contentType": content_type})
-        return {"inserted": await rows.import_rows(conn, target, org, request.stream())}
+    spool = await csv_import.spool_body(request.stream())
+    try:
+        async with admin_table(request, app, table) as (conn, target):
+            org = await rows.import_org(conn, target.app_uid, request.query_params.get("org"))
+            return {"inserted": await rows.import_rows(conn, target, org, spool)}
+    finally:
+        spool.close()
 
 
 @router.get(ROW)
