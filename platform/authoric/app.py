@@ -14,15 +14,16 @@ from authoric.auth.secrets import admin_token, jwt_secret
 from authoric.catalog.snapshot import SnapshotCache
 from authoric.changes.sequencer import Sequencer
 from authoric.db.embedded import embedded_database_url
-from authoric.db.engine import create_engine, libpq_url
+from authoric.db.engine import create_engine, libpq_url, session_settings
 from authoric.http import admin, autocrud, console, health, metrics, openapi, sessions, subscribe
 from authoric.http.admin_audit import AdminAudit
 from authoric.http.context import Services
 from authoric.http.cors import AppCors, app_origins
 from authoric.http.errors import install_error_handlers
-from authoric.http.limits import BodyLimit
+from authoric.http.limits import BodyLimit, RoundTripHeader, UrlLimit
 from authoric.http.observe import Observe
 from authoric.observability.metrics import Metrics
+from authoric.plan.runner import open_pool
 from authoric.realtime.hub import Hub
 from authoric.realtime.relay import Relay
 from authoric.settings import Settings
@@ -45,10 +46,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # overflow a subscriber that reads at full speed.
         relay = Relay(libpq_url(url), hub, batch=max(1, min(2000, settings.sse_queue_size // 2)))
         sequencer = Sequencer(settings, libpq_url(url))
+        pool = await open_pool(libpq_url(url), settings.db_pool_size, session_settings(settings))
         app.state.services = Services(
             settings=settings, engine=engine, jwt_secret=jwt_secret(settings),
             admin_token=admin_token(settings), snapshots=snapshots,
             token_limiter=RateLimiter(settings), hub=hub, sequencer=sequencer,
+            pool=pool,
         )
         app.state.relay = relay
         # Long-lived objects built at startup need no more collector passes: with thousands
@@ -63,6 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             # shutdown) and in-flight requests have finished or the grace period is over.
             await relay.stop()
             await sequencer.stop()
+            await pool.close()
             await engine.dispose()
             counted.process_ended()
 
@@ -72,6 +76,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes,
                        import_limit=settings.max_import_bytes)
+    app.add_middleware(UrlLimit)
+    app.add_middleware(RoundTripHeader)
     app.add_middleware(AdminAudit)
     app.add_middleware(Observe, metrics=counted)
     app.add_middleware(AppCors, origins_of=app_origins)  # outermost: 413s get CORS headers too

@@ -2,9 +2,10 @@
 
 Open a session as a principal (an app user in one org, with that user's roles and policies)
 or as the app itself acting in an explicit org (every permission, no row policy, nothing
-redacted, still confined to that org). Every method goes through the same governed reads
-and write service as the REST API, so every write records its change and reaches
-subscribers (stamped by the sequencer of any running server process).
+redacted, still confined to that org). Every method goes through the same plan, governed
+reads and write service as the REST API (values and filters typed as the REST edge types
+them), so every write records its change and reaches subscribers (stamped by the sequencer
+of any running server process).
 
 `Session.sql()` runs raw SQL. It is the one path that produces no events: the change log
 knows nothing of it. Write through the CRUD methods when subscribers must hear of a change.
@@ -35,9 +36,14 @@ from authoric.db.embedded import embedded_database_url
 from authoric.db.engine import create_engine
 from authoric.db.errors import translate
 from authoric.errors import NotFound, Unauthenticated
+from authoric.plan.access import Access, admit
+from authoric.plan.filters import parse_filter
+from authoric.plan.listing import parse_limit
+from authoric.plan.plan import Page
+from authoric.plan.runner import ConnectionExecutor
 from authoric.policy.principal import Principal
 from authoric.records import bulk, csv_export, csv_import, reads, writes
-from authoric.records.gate import Access, admit
+from authoric.records.values import column_values
 from authoric.settings import Settings
 
 
@@ -101,11 +107,12 @@ class Session:
     principal: Principal
 
     @asynccontextmanager
-    async def _access(self, table: str, action: str) -> AsyncIterator[tuple[AsyncConnection, Access]]:
+    async def _access(self, table: str,
+                      action: str) -> AsyncIterator[tuple[ConnectionExecutor, Access]]:
         try:
             async with self.sdk.engine.begin() as conn:
                 principal, snapshot = await self._current(conn)
-                yield conn, admit(snapshot, principal, table, action)
+                yield ConnectionExecutor(conn), admit(snapshot, principal, table, action)
         except DBAPIError as exc:  # the contract's errors, as the REST API gives them (409...)
             raise translate(exc) from exc
 
@@ -124,43 +131,48 @@ class Session:
         return p, await self.sdk.snapshots.get(conn, p.app_uid, version)
 
     async def create(self, table: str, values: dict[str, Any]) -> dict[str, Any]:
-        async with self._access(table, "create") as (conn, access):
-            return await writes.create_row(conn, access, values)
+        async with self._access(table, "create") as (ex, access):
+            typed = column_values(access.table, values, creating=True)
+            return await writes.create_row(ex, access, typed)
 
     async def read(self, table: str, uid: str | uuid.UUID) -> dict[str, Any]:
-        async with self._access(table, "read") as (conn, access):
-            return await reads.read_one(conn, access, _uuid(uid, "row"))
+        async with self._access(table, "read") as (ex, access):
+            return await reads.read_one(ex, access, _uuid(uid, "row"))
 
     async def list(self, table: str, filter: dict[str, Any] | None = None, order: str | None = None,
                    limit: int | None = None, after: str | None = None) -> dict[str, Any]:
-        query = reads.ListQuery(filter or {}, order, None if limit is None else str(limit), after)
-        async with self._access(table, "read_list") as (conn, access):
-            return await reads.list_page(conn, access, query)
+        async with self._access(table, "read_list") as (ex, access):
+            page = Page(order, parse_limit(None if limit is None else str(limit)), after)
+            return await reads.list_page(ex, access, parse_filter(filter or {}), page)
 
     async def update(self, table: str, uid: str | uuid.UUID, values: dict[str, Any]) -> dict[str, Any]:
-        async with self._access(table, "update") as (conn, access):
-            return await writes.update_row(conn, access, _uuid(uid, "row"), values)
+        async with self._access(table, "update") as (ex, access):
+            typed = column_values(access.table, values, creating=False)
+            return await writes.update_row(ex, access, _uuid(uid, "row"), typed)
 
     async def delete(self, table: str, uid: str | uuid.UUID) -> None:
-        async with self._access(table, "delete") as (conn, access):
-            await writes.delete_row(conn, access, _uuid(uid, "row"))
+        async with self._access(table, "delete") as (ex, access):
+            await writes.delete_row(ex, access, _uuid(uid, "row"))
 
     async def bulk_update(self, table: str, filter: dict[str, Any], values: dict[str, Any]) -> int:
-        async with self._access(table, "update") as (conn, access):
-            return await bulk.bulk_update(conn, access, filter, {"set": values})
+        async with self._access(table, "update") as (ex, access):
+            tree = parse_filter(filter)
+            bulk.checked_plan(access, tree)
+            typed = column_values(access.table, values, creating=False)
+            return await bulk.bulk_update(ex, access, tree, typed)
 
     async def bulk_delete(self, table: str, filter: dict[str, Any]) -> int:
-        async with self._access(table, "delete") as (conn, access):
-            return await bulk.bulk_delete(conn, access, filter)
+        async with self._access(table, "delete") as (ex, access):
+            return await bulk.bulk_delete(ex, access, parse_filter(filter))
 
     async def import_csv(self, table: str, chunks: AsyncIterator[bytes]) -> int:
-        async with self._access(table, "create") as (conn, access):
-            return await csv_import.import_csv(conn, access, chunks)
+        async with self._access(table, "create") as (ex, access):
+            return await csv_import.import_csv(ex.conn, access, chunks)
 
     async def export_csv(self, table: str, filter: dict[str, Any] | None = None,
                          order: str | None = None) -> AsyncIterator[bytes]:
         async with self._access(table, "read_list") as (_, access):
-            statement = csv_export.export_statement(access, filter or {}, order)
+            statement = csv_export.export_statement(access, parse_filter(filter or {}), order)
         async for chunk in csv_export.export_csv(self.sdk.engine, access, statement):
             yield chunk
 

@@ -1,4 +1,12 @@
-"""Turn a bearer access token and the app named in the URL into a Principal, in one query."""
+"""Turn a bearer access token and the app named in the URL into a Principal.
+
+Two ways, with the same answers:
+- `authenticate`: one query for the app, the membership's roles and the email (paths that
+  run several statements in one transaction);
+- `FactsCache` + `load_facts`: the request path keeps the facts per (app, user, org) and has
+  every statement re-check them (plan.guard); `load_facts` is the query that fills the cache
+  on first use and gives the exact 404/401 when something is wrong.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from authoric.auth import tokens
 from authoric.db import tables as t
 from authoric.errors import NotFound, Unauthenticated
+from authoric.plan.guard import Facts
 from authoric.policy.principal import Principal
 
 
@@ -60,3 +69,59 @@ async def authenticate(conn: AsyncConnection, secret: str, header: str | None,
     principal = Principal(row["uid"], claims.user_uid, claims.org_uid, row["email"],
                           tuple(row["roles"]), claims.expires_at, read_only=claims.read_only)
     return Authenticated(principal, row, row["version"])
+
+
+def matches_app(ref: str, app_uid: uuid.UUID, facts: Facts) -> bool:
+    """Whether the URL's `{app}` names the app the facts belong to (by name or by uid)."""
+    if ref == facts.app_name:
+        return True
+    try:
+        return uuid.UUID(ref) == app_uid
+    except ValueError:
+        return False
+
+
+async def load_facts(conn: AsyncConnection, claims: tokens.Claims, app_ref: str) -> Facts:
+    """The current facts for a verified token and the URL's app: 404 for an unknown app,
+    401 for a token of another app or a membership that no longer exists."""
+    m, u = t.members, t.users
+    row = (await conn.execute(
+        select(t.apps.c.uid, t.apps.c.name, t.apps.c.version, m.c.roles, u.c.email)
+        .select_from(t.apps.outerjoin(m, and_(
+            m.c.app_uid == t.apps.c.uid, m.c.org_uid == claims.org_uid,
+            m.c.user_uid == claims.user_uid)).outerjoin(u, u.c.uid == m.c.user_uid))
+        .where(_app_where(app_ref))
+    )).mappings().first()
+    if row is None:
+        raise NotFound("no such app", {"app": app_ref})
+    if row["uid"] != claims.app_uid:
+        raise Unauthenticated("token of another app")
+    return facts_or_refusal(Facts(row["version"], row["name"],
+                                  None if row["roles"] is None else tuple(row["roles"]),
+                                  row["email"]))
+
+
+def facts_or_refusal(facts: Facts) -> Facts:
+    if facts.roles is None:
+        raise Unauthenticated("membership revoked")
+    return facts
+
+
+class FactsCache:
+    """Last seen facts per (app, user, org); bounded, oldest first out. Never trusted alone:
+    every statement planned from them checks them again."""
+
+    def __init__(self, size: int = 50_000) -> None:
+        self.size = size
+        self._facts: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID], Facts] = {}
+
+    def get(self, key: tuple[uuid.UUID, uuid.UUID, uuid.UUID]) -> Facts | None:
+        return self._facts.get(key)
+
+    def put(self, key: tuple[uuid.UUID, uuid.UUID, uuid.UUID], facts: Facts) -> None:
+        if key not in self._facts and len(self._facts) >= self.size:
+            self._facts.pop(next(iter(self._facts)))
+        self._facts[key] = facts
+
+    def forget(self, key: tuple[uuid.UUID, uuid.UUID, uuid.UUID]) -> None:
+        self._facts.pop(key, None)

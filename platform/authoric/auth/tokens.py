@@ -2,6 +2,7 @@
 
 Decoding is strict: the algorithm list is pinned, `alg: none` and any `kid` are refused, every
 claim must be present with its type, and the token type must match where it is used.
+Verified access tokens are kept until their `exp` (`VerifiedTokens`).
 """
 
 from __future__ import annotations
@@ -89,3 +90,29 @@ def _claims(payload: dict[str, Any], token_type: str) -> Claims:
                       payload.get("ro", False))
     except (ValueError, TypeError) as exc:
         raise Unauthenticated("token claims are malformed") from exc
+
+
+class VerifiedTokens:
+    """Access tokens already verified, reused until their `exp` (bounded; oldest go first).
+
+    Verifying an HS256 token costs more than the rest of a cached request; a token's claims
+    cannot change, so the claims are kept keyed by the token string. Expiry is still checked
+    on every use. Revocation does not live in access tokens (roles and memberships are read
+    by every request's statement), so nothing else can invalidate an entry.
+    """
+
+    def __init__(self, secret: str, size: int = 10_000) -> None:
+        self.secret, self.size = secret, size
+        self._claims: dict[str, Claims] = {}
+
+    def access(self, token: str, now: float | None = None) -> Claims:
+        claims = self._claims.get(token)
+        if claims is None:
+            claims = decode(self.secret, token, ACCESS)
+            if len(self._claims) >= self.size:
+                self._claims.pop(next(iter(self._claims)))
+            self._claims[token] = claims
+        if claims.expires_at <= (clock.now() if now is None else now):
+            self._claims.pop(token, None)
+            raise TokenExpired("the access token has expired")
+        return claims

@@ -9,7 +9,7 @@ for the very next request on every process, without cross-process cache messages
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import casbin
@@ -33,6 +33,8 @@ class AppSnapshot:
     tables: dict[str, CompiledTable]
     roles: dict[str, RoleDef]
     enforcer: casbin.Enforcer
+    # Authorization decisions derived from this version (policy.decision); dropped with it.
+    decisions: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def table(self, name: str) -> CompiledTable:
         compiled = self.tables.get(name)
@@ -54,6 +56,10 @@ class SnapshotCache:
         snapshot = await load_snapshot(conn, app_uid)
         self._by_app[app_uid] = snapshot
         return snapshot
+
+    def cached(self, app_uid: uuid.UUID) -> AppSnapshot | None:
+        """The latest snapshot held for the app, whatever its version (no database access)."""
+        return self._by_app.get(app_uid)
 
     def forget(self, app_uid: uuid.UUID) -> None:
         self._by_app.pop(app_uid, None)

@@ -29,6 +29,7 @@ from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.db import tables as t
 from authoric.errors import NotFound
+from authoric.plan.plan import governed_rows
 from authoric.policy.decision import PolicyBroken, decide
 from authoric.policy.enforcer import build_enforcer
 from authoric.policy.principal import Principal
@@ -76,7 +77,7 @@ def _side(snapshot: AppSnapshot, principal: Principal, table: CompiledTable) -> 
             pass  # a policy that no longer compiles grants nothing (fail closed)
     try:
         listing = decide(snapshot, principal, table, "read_list")
-        rows = listing.rows(table, principal) if listing.allowed else false()
+        rows = governed_rows(table, listing, principal) if listing.allowed else false()
         redacted = sorted(decide(snapshot, principal, table, "read").redacted)
     except PolicyBroken:
         rows, redacted = false(), sorted(c.name for c in table.definition.columns)

@@ -23,12 +23,14 @@ from authoric.catalog.snapshot import AppSnapshot
 from authoric.console import audit
 from authoric.db import tables as t
 from authoric.errors import NotFound, ValidationFailed
+from authoric.plan.fields import table_fields
+from authoric.plan.filters import FilterScope, Node, compile_filter
+from authoric.plan.listing import cursor_clause, encode_cursor, parse_limit, parse_order
+from authoric.plan.runner import ConnectionExecutor
 from authoric.policy.principal import Principal
-from authoric.query.fields import table_fields
-from authoric.query.filters import FilterScope, compile_filter
-from authoric.query.listing import cursor_clause, encode_cursor, parse_limit, parse_order
 from authoric.records import csv_import, writes
 from authoric.records.gate import Access, admit
+from authoric.records.values import column_values
 
 ORG = "org"  # the key a row of the operator's view carries its org under
 
@@ -54,7 +56,7 @@ class AdminTable:
 
 @dataclass(frozen=True)
 class AdminListQuery:
-    filter: dict[str, Any]
+    filter: Node  # parsed at the edge (plan.filters)
     order: str | None
     limit: str | None
     after: str | None
@@ -144,7 +146,9 @@ async def _body_org(conn: AsyncConnection, target: AdminTable,
 
 async def create_row(conn: AsyncConnection, target: AdminTable, body: Any) -> dict[str, Any]:
     org_uid, fields = await _body_org(conn, target, body)
-    written = await writes.create_row(conn, _as_app(target, org_uid, "create"), fields)
+    access = _as_app(target, org_uid, "create")
+    written = await writes.create_row(ConnectionExecutor(conn), access,
+                                      column_values(access.table, fields, creating=True))
     uid = uuid.UUID(written["uid"])
     await audit.record(conn, target.app_uid, "row.create", target.target(uid),
                        {"org": str(org_uid), "columns": sorted(fields)})
@@ -154,7 +158,9 @@ async def create_row(conn: AsyncConnection, target: AdminTable, body: Any) -> di
 async def update_row(conn: AsyncConnection, target: AdminTable, uid: uuid.UUID,
                      body: Any) -> dict[str, Any]:
     org_uid = (await _live_row(conn, target, uid))["org_uid"]
-    await writes.update_row(conn, _as_app(target, org_uid, "update"), uid, body)
+    access = _as_app(target, org_uid, "update")
+    await writes.update_row(ConnectionExecutor(conn), access, uid,
+                            column_values(access.table, body, creating=False))
     await audit.record(conn, target.app_uid, "row.update", target.target(uid),
                        {"org": str(org_uid), "columns": sorted(body)})
     return await read_row(conn, target, uid)
@@ -162,7 +168,7 @@ async def update_row(conn: AsyncConnection, target: AdminTable, uid: uuid.UUID,
 
 async def delete_row(conn: AsyncConnection, target: AdminTable, uid: uuid.UUID) -> None:
     org_uid = (await _live_row(conn, target, uid))["org_uid"]
-    await writes.delete_row(conn, _as_app(target, org_uid, "delete"), uid)
+    await writes.delete_row(ConnectionExecutor(conn), _as_app(target, org_uid, "delete"), uid)
     await audit.record(conn, target.app_uid, "row.delete", target.target(uid),
                        {"org": str(org_uid)})
 

@@ -1,22 +1,53 @@
-"""The services a request handler reaches: built once in the lifespan, kept on app.state."""
+"""The services a request handler reaches (built once in the lifespan, kept on app.state), and
+the request path that runs a table route: token → facts → snapshot → gate → plan → statement.
+
+A table route costs one statement when nothing changed: the token's claims come from a cache
+of verified tokens, the (app version, roles, email) facts from a per-member cache, the
+decision from the snapshot's decision cache, and the statement itself re-checks the facts
+(plan.guard). When the guard finds them moved, the facts it returned refresh the cache and the
+request is planned again, so a change committed before the statement applies to it.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import os
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
+import asyncpg
 from fastapi import Request
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from authoric.auth.principals import FactsCache, bearer, facts_or_refusal, load_facts, matches_app
 from authoric.auth.ratelimit import RateLimiter
+from authoric.auth.tokens import VerifiedTokens
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.changes.sequencer import Sequencer
-from authoric.errors import BadRequest, UnsupportedMediaType
+from authoric.errors import (
+    AuthoricError,
+    BadRequest,
+    ServiceUnavailable,
+    UnsupportedMediaType,
+    ValidationFailed,
+)
+from authoric.plan.access import Access, admit
+from authoric.plan.guard import Facts, Guard, StaleFacts
+from authoric.plan.runner import ConnectionExecutor, PoolExecutor, StatementCache, count_round_trip
+from authoric.policy.principal import Principal
 from authoric.realtime.hub import Hub
 from authoric.settings import Settings
+
+T = TypeVar("T")
+MAX_JSON_DEPTH = 32  # arrays and objects inside one another, in any request body
+PLAN_ATTEMPTS = 4  # plans per request before giving up on an app whose facts keep moving
+COUNT_FLAG = "AUTHORIC_TEST_COUNT_ROUND_TRIPS"  # tests only: X-Authoric-Round-Trips header
+
+MemberKey = tuple[uuid.UUID, uuid.UUID, uuid.UUID]
 
 
 @dataclass
@@ -29,6 +60,17 @@ class Services:
     token_limiter: RateLimiter
     hub: Hub
     sequencer: Sequencer
+    pool: asyncpg.Pool | None = None  # the request path's autocommit pool
+    statements: StatementCache = field(default_factory=StatementCache)
+    facts: FactsCache = field(default_factory=FactsCache)
+    tokens: VerifiedTokens = field(init=False)
+    count_round_trips: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tokens = VerifiedTokens(self.jwt_secret)
+        self.count_round_trips = os.environ.get(COUNT_FLAG) == "1"
+        if self.count_round_trips:
+            _count_engine_round_trips(self.engine)
 
     @asynccontextmanager
     async def tx(self) -> AsyncIterator[AsyncConnection]:
@@ -41,6 +83,93 @@ class Services:
     async def snapshot(self, conn: AsyncConnection, app_uid: Any, version: int) -> AppSnapshot:
         return await self.snapshots.get(conn, app_uid, version)
 
+    async def snapshot_at(self, app_uid: uuid.UUID, version: int) -> AppSnapshot:
+        """The app's snapshot at `version` (or later), from memory when it is there."""
+        cached = self.snapshots.cached(app_uid)
+        if cached is not None and cached.version == version:
+            return cached
+        async with self.engine.connect() as conn:
+            return await self.snapshots.get(conn, app_uid, version)
+
+    async def member_call(self, header: str | None, app_ref: str, table: str, action: str,
+                          work: Callable[[PoolExecutor, Access], Awaitable[T]]) -> T:
+        """Run `work` as the token's member on the request path's pool, with the access the
+        gate gives for `action` on `table`; planned again when the facts moved."""
+        claims = self.tokens.access(bearer(header))
+        key: MemberKey = (claims.app_uid, claims.user_uid, claims.org_uid)
+        facts = self.facts.get(key)
+        verified = False
+        assert self.pool is not None
+        for _ in range(PLAN_ATTEMPTS):
+            if facts is None or not matches_app(app_ref, claims.app_uid, facts):
+                async with self.engine.connect() as conn:
+                    count_round_trip()
+                    facts = await load_facts(conn, claims, app_ref)
+                self.facts.put(key, facts)
+                verified = True
+            snapshot = await self.snapshot_at(claims.app_uid, facts.version)
+            principal = Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
+                                  facts.roles or (), claims.expires_at,
+                                  read_only=claims.read_only)
+            expected = Facts(snapshot.version, facts.app_name, facts.roles, facts.email)
+            if expected != facts:
+                # The snapshot is newer than the cached version: plan for it, and keep it, so
+                # the next request does not load the snapshot again (the guard checks it).
+                facts = expected
+                self.facts.put(key, facts)
+            guard = Guard(claims.app_uid, claims.user_uid, claims.org_uid, expected)
+            ex = PoolExecutor(self.pool, self.statements, (claims.app_uid, snapshot.version), guard)
+            try:
+                return await work(ex, admit(snapshot, principal, table, action))
+            except StaleFacts as stale:
+                if stale.facts is None:  # the app is gone: the loader gives the exact answer
+                    self.facts.forget(key)
+                    facts = None
+                    continue
+                try:
+                    facts = facts_or_refusal(stale.facts)
+                except AuthoricError:
+                    self.facts.forget(key)
+                    raise
+                self.facts.put(key, facts)
+                verified = True
+            except AuthoricError:
+                # Refused on facts from the cache that no statement has confirmed (before any
+                # statement, or by a statement that failed on an old table shape): the answer
+                # stands only if the facts are still current.
+                if verified or guard.held:
+                    raise
+                async with self.engine.connect() as conn:
+                    count_round_trip()
+                    current = await load_facts(conn, claims, app_ref)
+                if current == guard.expected:
+                    raise
+                self.facts.put(key, current)
+                facts, verified = current, True
+        raise ServiceUnavailable("the app kept changing during this request; retry it",
+                                 headers={"Retry-After": "1"})
+
+    @asynccontextmanager
+    async def member_transaction(self, header: str | None, app_ref: str, table: str,
+                                 action: str) -> AsyncIterator[tuple[ConnectionExecutor, Access]]:
+        """A transaction and the token's member's access, for work of several statements."""
+        claims = self.tokens.access(bearer(header))
+        async with self.tx() as conn:
+            count_round_trip()
+            facts = await load_facts(conn, claims, app_ref)
+            snapshot = await self.snapshot(conn, claims.app_uid, facts.version)
+            principal = Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
+                                  facts.roles or (), claims.expires_at,
+                                  read_only=claims.read_only)
+            yield ConnectionExecutor(conn), admit(snapshot, principal, table, action)
+
+
+def _count_engine_round_trips(engine: AsyncEngine) -> None:
+    """Count what the engine sends (statements, BEGIN, COMMIT, ROLLBACK) for the test header."""
+    sync = engine.sync_engine
+    for name in ("before_cursor_execute", "begin", "commit", "rollback"):
+        event.listen(sync, name, lambda *args, **kwargs: count_round_trip())
+
 
 def services(request: Request) -> Services:
     svc: Services = request.app.state.services
@@ -48,15 +177,44 @@ def services(request: Request) -> Services:
 
 
 async def json_body(request: Request) -> Any:
-    """The parsed JSON body: 415 for another content type, 400 for malformed JSON."""
-    content_type = request.headers.get("content-type", "")
+    """The parsed JSON body (see `parse_json_body`)."""
+    return parse_json_body(request.headers.get("content-type", ""), await request.body())
+
+
+def parse_json_body(content_type: str, raw: bytes) -> Any:
+    """A JSON body already read whole: 415 for another content type, 400 for malformed JSON,
+    422 for nesting deeper than MAX_JSON_DEPTH."""
     if content_type.split(";")[0].strip().lower() != "application/json":
         raise UnsupportedMediaType("send the body as application/json",
                                    {"contentType": content_type})
-    raw = await request.body()
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest("the body is not valid JSON") from exc
     except RecursionError as exc:  # nesting deeper than the parser goes
-        raise BadRequest("the body is nested too deeply") from exc
+        raise BadRequest("the body is nested too deeply", {"limit": MAX_JSON_DEPTH}) from exc
+    if json_depth(value) > MAX_JSON_DEPTH:
+        raise ValidationFailed(f"the body is nested deeper than {MAX_JSON_DEPTH} levels",
+                               {"limit": MAX_JSON_DEPTH, "reason": "too_deep"})
+    return value
+
+
+def json_depth(value: Any) -> int:
+    """How many arrays and objects are nested inside one another in `value` (0 for a scalar);
+    iterative, so no depth can overflow the stack."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        if deepest > MAX_JSON_DEPTH:
+            return deepest
+        stack.extend((child, depth) for child in children)
+    return deepest

@@ -1,14 +1,68 @@
-"""Request body limits, enforced while the body streams in (413 before it is all read)."""
+"""Request limits at the edge: the URL's length (400 past MAX_URL_BYTES) and the body's size,
+enforced while the body streams in (413 before it is all read). Also the test-only header
+that counts a request's database round trips."""
 
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from authoric.errors import PayloadTooLarge
+from authoric.errors import AuthoricError, BadRequest, PayloadTooLarge
 from authoric.http.errors import error_body
+from authoric.plan.runner import round_trips
+
+MAX_URL_BYTES = 8192  # path and query string together
+COUNT_FLAG = "AUTHORIC_TEST_COUNT_ROUND_TRIPS"
+
+
+class UrlLimit:
+    """Refuse a URL (path + query) over MAX_URL_BYTES with 400 BAD_REQUEST: longer filters
+    belong in fewer terms, and a bound here keeps parsing cheap for every route."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            size = len(scope.get("raw_path") or scope["path"].encode()) + len(
+                scope.get("query_string", b""))
+            if size > MAX_URL_BYTES:
+                await _send_error(send, BadRequest(
+                    f"the URL is over {MAX_URL_BYTES} bytes",
+                    {"limit": MAX_URL_BYTES, "reason": "url_too_long"}))
+                return
+        await self.app(scope, receive, send)
+
+
+class RoundTripHeader:
+    """With AUTHORIC_TEST_COUNT_ROUND_TRIPS=1 (tests only), each response says how many
+    statements its request sent to PostgreSQL, in `X-Authoric-Round-Trips`."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.enabled = os.environ.get(COUNT_FLAG) == "1"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.enabled or scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        counter = [0]
+        token = round_trips.set(counter)
+
+        async def counted(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers.append((b"x-authoric-round-trips", str(counter[0]).encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, counted)
+        finally:
+            round_trips.reset(token)
 
 
 class BodyLimit:
@@ -51,9 +105,12 @@ class BodyLimit:
 
 
 async def _refuse(send: Send, limit: int) -> None:
-    error = PayloadTooLarge(f"the body is over {limit} bytes", {"limit": limit})
+    await _send_error(send, PayloadTooLarge(f"the body is over {limit} bytes", {"limit": limit}))
+
+
+async def _send_error(send: Send, error: AuthoricError) -> None:
     body = json.dumps(error_body(error)).encode()
     headers: list[Any] = [(b"content-type", b"application/json"),
                           (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
-    await send({"type": "http.response.start", "status": 413, "headers": headers})
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

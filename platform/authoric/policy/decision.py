@@ -11,6 +11,10 @@ How it is computed:
   (all columns when no role grants `read`).
 A policy that no longer compiles (a dropped column, a bad operator) makes the decision fail
 closed: the request is refused rather than served without the policy.
+
+Decisions are computed once per (catalog version, table, action, role set, and the principal
+attributes the table's row policies name) and kept on the app's snapshot, so Casbin (the
+source of truth for grants) is asked once per role set and version, not on every request.
 """
 
 from __future__ import annotations
@@ -18,14 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, or_
+from sqlalchemy import or_
 from sqlalchemy.sql.elements import ColumnElement
 
 from authoric.errors import BadRequest, Forbidden
+from authoric.plan.fields import table_fields
+from authoric.plan.filters import FilterScope, compile_filter
 from authoric.policy.enforcer import granting_roles
 from authoric.policy.principal import Principal
-from authoric.query.fields import table_fields
-from authoric.query.filters import FilterScope, compile_filter
 
 if TYPE_CHECKING:
     from authoric.catalog.schema import CompiledTable
@@ -44,12 +48,8 @@ class Decision:
     redacted: frozenset[str]
     roles: tuple[str, ...]
 
-    def rows(self, compiled: CompiledTable, principal: Principal) -> ColumnElement[bool]:
-        """The WHERE clause selecting exactly the rows this decision covers."""
-        clauses = [compiled.table.c.org_uid == principal.org_uid, compiled.live()]
-        if self.policy is not None:
-            clauses.append(self.policy)
-        return and_(*clauses)
+
+MAX_CACHED = 10_000  # decisions kept per snapshot; a bound, not a working-set estimate
 
 
 def decide(snapshot: AppSnapshot, principal: Principal, compiled: CompiledTable,
@@ -58,6 +58,29 @@ def decide(snapshot: AppSnapshot, principal: Principal, compiled: CompiledTable,
         # The app itself (server-side SDK): every action, no row policy, nothing redacted,
         # but still only inside the one org it was opened for.
         return Decision(action, True, None, frozenset(), ())
+    cache = snapshot.decisions
+    used = cache.get(("attributes", compiled.name))
+    if used is None:
+        used = cache[("attributes", compiled.name)] = tuple(
+            sorted(policy_attributes(snapshot, compiled.name)))
+    values = principal.attributes()
+    key = (compiled.name, action, principal.roles, tuple(values.get(a) for a in used))
+    found = cache.get(key)
+    if found is None:
+        if len(cache) > MAX_CACHED:
+            cache.clear()
+        try:
+            found = _decide(snapshot, principal, compiled, action)
+        except PolicyBroken as exc:
+            found = exc
+        cache[key] = found
+    if isinstance(found, PolicyBroken):
+        raise found
+    return found
+
+
+def _decide(snapshot: AppSnapshot, principal: Principal, compiled: CompiledTable,
+            action: str) -> Decision:
     roles = granting_roles(snapshot.enforcer, principal.roles, compiled.name, action)
     readers = roles if action == "read" else granting_roles(
         snapshot.enforcer, principal.roles, compiled.name, "read")
@@ -77,7 +100,7 @@ def _policy(snapshot: AppSnapshot, principal: Principal, compiled: CompiledTable
     clauses = []
     for role, doc in zip(roles, documents, strict=True):
         try:
-            clauses.append(compile_filter(doc, FilterScope(fields, principal.attributes())))
+            clauses.append(compile_filter(doc or {}, FilterScope(fields, principal.attributes())))
         except BadRequest as exc:
             raise PolicyBroken(
                 f"the row policy of role {role!r} on {compiled.name!r} is invalid; "

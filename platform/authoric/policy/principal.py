@@ -16,7 +16,7 @@ class Principal:
     roles: tuple[str, ...]
     expires_at: float | None = None  # the access token's exp, for streams
     acting_as_app: bool = False  # the server-side SDK acting for the app in one org
-    read_only: bool = False  # an impersonation token: every write is refused (records.gate)
+    read_only: bool = False  # an impersonation token: every write is refused (plan.access)
 
     def attributes(self) -> dict[str, Any]:
         """The values row policies may name through `$principal`."""

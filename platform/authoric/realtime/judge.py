@@ -1,5 +1,8 @@
 """Judging a batch of changes for many read classes at once.
 
+Each class's governed clause comes from the plan layer (`plan.governed_rows`), the same
+clause a GET of the row runs, so the feed and REST cannot drift apart.
+
 One SQL statement per batch: for each class, a branch re-reads the batch's inserted and
 updated rows through that class's governed read (org, live rows, row policy), and evaluates
 the same row policy over the old images of deleted rows. Each (event, class) is then encoded
@@ -25,9 +28,10 @@ from authoric.catalog.snapshot import AppSnapshot
 from authoric.changes.log import BULK, DELETE
 from authoric.changes.reader import Change
 from authoric.errors import AuthoricError
+from authoric.plan.access import operation_enabled
+from authoric.plan.plan import governed_rows
 from authoric.policy.decision import Decision
 from authoric.policy.principal import Principal
-from authoric.records.gate import operation_enabled
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,7 @@ async def _visibility(conn: AsyncConnection, table: CompiledTable, classes: Sequ
         org = cls.principal.org_uid
         decision = decisions[cls.key]
         assert decision is not None
-        where = decision.rows(table, cls.principal)
+        where = governed_rows(table, decision, cls.principal)
         if uids.get(org):
             wanted = bindparam(f"u{i}", value=uids[org], type_=ARRAY(UUID(as_uuid=True)))
             branches.append(select(literal(i, Integer).label("k"), literal(0).label("dpos"),

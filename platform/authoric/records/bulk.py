@@ -1,67 +1,63 @@
 """Bulk update and delete: one statement over the rows a filter selects within the caller's
-org and row policy, one change-log entry (`bulk`), which subscribers see as one `resync`."""
+org and row policy, one change-log entry (`bulk`), which subscribers see as one `resync`.
+Runs inside the caller's transaction: a change that would move rows outside the writer's row
+policy is refused and rolled back."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import and_, func, select
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import and_, any_, func, literal, select
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from authoric.changes.log import BULK, record_change
 from authoric.errors import BadRequest, Forbidden, ValidationFailed
-from authoric.query.filters import compile_filter
-from authoric.records.gate import Access
-from authoric.records.reads import filter_scope
+from authoric.plan.access import Access
+from authoric.plan.filters import EVERYTHING, Node
+from authoric.plan.plan import Plan
+from authoric.plan.runner import ConnectionExecutor
 from authoric.records.references import refuse_if_referenced, require_live_targets
-from authoric.records.values import column_values
 
 
-def _where(access: Access, filter_doc: dict[str, Any]) -> Any:
-    if not filter_doc:
+def checked_plan(access: Access, filter_tree: Node) -> Plan:
+    """The plan of a bulk write; 400 without a filter or with one that does not compile."""
+    if filter_tree == EVERYTHING:
         raise BadRequest("a bulk write needs a filter", {"reason": "filter_required"})
-    return and_(access.decision.rows(access.table, access.principal),
-                compile_filter(filter_doc, filter_scope(access)))
+    plan = Plan(access, filter_tree)
+    plan.where()
+    return plan
 
 
-async def bulk_update(conn: AsyncConnection, access: Access, filter_doc: dict[str, Any],
-                      body: Any) -> int:
-    where = _where(access, filter_doc)
-    if not isinstance(body, dict) or set(body) != {"set"}:
-        raise ValidationFailed("a bulk update body is {\"set\": {...}}")
-    values = column_values(access.table, body["set"], creating=False)
-    await require_live_targets(conn, access, values)
+async def bulk_update(ex: ConnectionExecutor, access: Access, filter_tree: Node,
+                      values: dict[str, Any]) -> int:
+    plan = checked_plan(access, filter_tree)
+    await require_live_targets(ex, access, values)
     if not values:
         raise ValidationFailed("`set` names no column")
     table = access.table.table
-    updated = (await conn.execute(
-        table.update().where(where).values(**values, updated_at=func.clock_timestamp())
-        .returning(table.c.uid))).scalars().all()
+    updated = [r["uid"] for r in await ex.fetch(plan.update(values).returning(table.c.uid))]
     if updated and access.decision.policy is not None:
-        still = await conn.scalar(select(func.count()).select_from(table).where(and_(
-            table.c.uid.in_(updated), access.decision.policy)))
+        still = (await ex.fetch(select(func.count().label("n")).select_from(table).where(and_(
+            table.c.uid == any_(literal(updated, ARRAY(table.c.uid.type))), access.decision.policy))))[0]["n"]
         if still != len(updated):
             raise Forbidden("the change would move rows outside your row policy",
                             {"rows": len(updated) - int(still or 0)})
-    await _record(conn, access, len(updated))
+    await _record(ex, access, len(updated))
     return len(updated)
 
 
-async def bulk_delete(conn: AsyncConnection, access: Access, filter_doc: dict[str, Any]) -> int:
-    where = _where(access, filter_doc)
+async def bulk_delete(ex: ConnectionExecutor, access: Access, filter_tree: Node) -> int:
+    plan = checked_plan(access, filter_tree)
     table = access.table.table
     if access.table.soft_delete:
-        await refuse_if_referenced(conn, access, select(table.c.uid).where(where))
-        stmt: Any = table.update().where(where).values(deleted_at=func.clock_timestamp())
-    else:
-        stmt = table.delete().where(where)
-    count = (await conn.execute(stmt)).rowcount or 0
-    await _record(conn, access, count)
-    return int(count)
+        await refuse_if_referenced(ex, access, select(table.c.uid).where(plan.where()))
+    count = len(await ex.fetch(plan.delete().returning(table.c.uid)))
+    await _record(ex, access, count)
+    return count
 
 
-async def _record(conn: AsyncConnection, access: Access, count: int) -> None:
+async def _record(ex: ConnectionExecutor, access: Access, count: int) -> None:
     if count:
         p = access.principal
-        await record_change(conn, app_uid=p.app_uid, table=access.table.name, op=BULK,
+        await record_change(ex.conn, app_uid=p.app_uid, table=access.table.name, op=BULK,
                             org_uid=p.org_uid, row_uid=None, actor_uid=p.user_uid)

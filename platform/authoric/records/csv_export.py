@@ -17,15 +17,12 @@ import tempfile
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from authoric.catalog.schema import field_name
-from authoric.query.fields import table_fields
-from authoric.query.filters import compile_filter
-from authoric.query.listing import parse_order
-from authoric.records.gate import Access
-from authoric.records.reads import filter_scope
+from authoric.plan.access import Access
+from authoric.plan.filters import Node
+from authoric.plan.plan import Plan
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 BATCH = 1000
@@ -48,13 +45,10 @@ def _cell(kind: str, value: Any) -> str:
     return str(value)
 
 
-def export_statement(access: Access, filter_doc: dict[str, Any], order: str | None) -> Any:
-    """Validated before streaming starts, so a bad filter is still a clean 400."""
-    table = access.table
-    ordering = parse_order(order, table_fields(table), access.decision.redacted)
-    where = and_(access.decision.rows(table, access.principal),
-                 compile_filter(filter_doc, filter_scope(access)))
-    return select(table.table).where(where).order_by(*ordering.order_by(table.table.c.uid))
+def export_statement(access: Access, filter_tree: Node, order: str | None) -> Any:
+    """The governed, ordered SELECT of the plan; built before streaming starts, so a bad
+    filter is still a clean 400."""
+    return Plan(access, filter_tree).select_all(order)
 
 
 async def export_csv(engine: AsyncEngine, access: Access, statement: Any) -> AsyncIterator[bytes]:

@@ -1,22 +1,18 @@
-"""Governed reads: single rows and pages, always through a decision (org, policy, redaction)."""
+"""Governed reads: single rows and pages, planned (org, policy, redaction, filter, order, page)
+and run as one statement on the executor the request path hands in."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, select
-from sqlalchemy.ext.asyncio import AsyncConnection
-
-from authoric.catalog.schema import CompiledTable
 from authoric.errors import NotFound
-from authoric.policy.decision import Decision
-from authoric.policy.principal import Principal
-from authoric.query.fields import table_fields
-from authoric.query.filters import FilterScope, compile_filter
-from authoric.query.listing import cursor_clause, encode_cursor, parse_limit, parse_order
-from authoric.records.gate import Access
+from authoric.plan.access import Access
+from authoric.plan.filters import EVERYTHING, Node
+from authoric.plan.guard import guarded_select
+from authoric.plan.listing import encode_cursor
+from authoric.plan.plan import Page, Plan
+from authoric.plan.runner import Executor
 
 
 def parse_uid(raw: str) -> uuid.UUID:
@@ -27,47 +23,26 @@ def parse_uid(raw: str) -> uuid.UUID:
         raise NotFound("no such row") from exc
 
 
-@dataclass(frozen=True)
-class ListQuery:
-    filter: dict[str, Any]
-    order: str | None
-    limit: str | None
-    after: str | None
-
-
-async def read_one(conn: AsyncConnection, access: Access, uid: uuid.UUID) -> dict[str, Any]:
-    row = await _select_one(conn, access.table, access.decision, access.principal, uid)
-    if row is None:
+async def read_one(ex: Executor, access: Access, uid: uuid.UUID) -> dict[str, Any]:
+    statement = guarded_select(ex.guard, Plan(access).select_one(uid))
+    rows = await ex.fetch(statement, retry=True)
+    if ex.guard is not None:
+        rows = ex.guard.check(rows)
+    if not rows:
         raise NotFound("no such row", {"uid": str(uid)})
-    return access.table.row_json(row, access.decision.redacted)
+    return access.table.row_json(rows[0], access.decision.redacted)
 
 
-async def _select_one(conn: AsyncConnection, table: CompiledTable, decision: Decision,
-                      principal: Principal, uid: uuid.UUID) -> Any:
-    stmt = select(table.table).where(and_(table.table.c.uid == uid,
-                                          decision.rows(table, principal)))
-    return (await conn.execute(stmt)).mappings().first()
-
-
-def filter_scope(access: Access) -> FilterScope:
-    return FilterScope(table_fields(access.table), access.principal.attributes(),
-                       access.decision.redacted)
-
-
-async def list_page(conn: AsyncConnection, access: Access, query: ListQuery) -> dict[str, Any]:
-    table = access.table
-    fields = table_fields(table)
-    limit = parse_limit(query.limit)
-    ordering = parse_order(query.order, fields, access.decision.redacted)
-    where = [access.decision.rows(table, access.principal),
-             compile_filter(query.filter, filter_scope(access))]
-    if query.after:
-        where.append(cursor_clause(ordering, query.after, table.table.c.uid))
-    stmt = (select(table.table).where(and_(*where))
-            .order_by(*ordering.order_by(table.table.c.uid)).limit(limit + 1))
-    rows = (await conn.execute(stmt)).mappings().all()
-    page = rows[:limit]
+async def list_page(ex: Executor, access: Access, filter_tree: Node = EVERYTHING,
+                    page: Page | None = None) -> dict[str, Any]:
+    page = page or Page()
+    inner, ordering = Plan(access, filter_tree).select_page(page)
+    order = [(ordering.field.column.name, ordering.descending), ("uid", ordering.descending)]
+    rows = await ex.fetch(guarded_select(ex.guard, inner, order), retry=True)
+    if ex.guard is not None:
+        rows = ex.guard.check(rows)
+    shown = rows[:page.limit]
     return {
-        "items": [table.row_json(r, access.decision.redacted) for r in page],
-        "next": encode_cursor(ordering, page[-1]) if len(rows) > limit else None,
+        "items": [access.table.row_json(r, access.decision.redacted) for r in shown],
+        "next": encode_cursor(ordering, shown[-1]) if len(rows) > page.limit else None,
     }

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import and_, exists, select
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import and_, exists, literal, select
 
 from authoric.errors import Conflict
-from authoric.records.gate import Access
+from authoric.plan.access import Access
+from authoric.plan.runner import Executor
 
 
-async def require_live_targets(conn: AsyncConnection, access: Access, values: dict[str, Any]) -> None:
+async def _any(ex: Executor, condition: Any) -> bool:
+    rows = await ex.fetch(select(exists().where(condition).label("found")))
+    return bool(rows and rows[0]["found"])
+
+
+async def require_live_targets(ex: Executor, access: Access, values: dict[str, Any]) -> None:
     """409 when a reference names a soft-deleted row (the key alone would accept it)."""
     for column in access.table.definition.columns:
         value = values.get(column.name)
@@ -26,14 +31,15 @@ async def require_live_targets(conn: AsyncConnection, access: Access, values: di
         if not target.soft_delete:
             continue  # the foreign key already refuses a missing row
         t = target.table
-        live = await conn.scalar(select(exists().where(and_(
-            t.c.uid == value, t.c.org_uid == access.principal.org_uid, t.c.deleted_at.is_(None)))))
+        live = await _any(ex, and_(t.c.uid == literal(value, t.c.uid.type),
+                                   t.c.org_uid == literal(access.principal.org_uid, t.c.uid.type),
+                                   t.c.deleted_at.is_(None)))
         if not live:
             raise Conflict(f"{column.name} references a row that does not exist",
                            {"column": column.name, "reason": "foreign_key_violation"})
 
 
-async def refuse_if_referenced(conn: AsyncConnection, access: Access, doomed: Any) -> None:
+async def refuse_if_referenced(ex: Executor, access: Access, doomed: Any) -> None:
     """409 when a live row of any table references one of the rows `doomed` selects."""
     name = access.table.name
     for other in access.snapshot.tables.values():
@@ -41,9 +47,7 @@ async def refuse_if_referenced(conn: AsyncConnection, access: Access, doomed: An
             if column.type != "reference" or column.references != name:
                 continue
             ref = other.table.c[column.name]
-            referenced = await conn.scalar(select(exists().where(and_(
-                ref.in_(doomed), other.live()))))
-            if referenced:
+            if await _any(ex, and_(ref.in_(doomed), other.live())):
                 raise Conflict(f"the row is referenced by {other.name}.{column.name}",
                                {"referencedBy": f"{other.name}.{column.name}",
                                 "reason": "foreign_key_violation"})

@@ -1,4 +1,6 @@
-"""Turning a client's row body into column values: known fields only, typed, server fields refused."""
+"""The row model of a table: a client's row body turned, at the edge, into typed column values
+(known fields only, each parsed by its column type, server fields refused). Services take the
+typed values, never the body."""
 
 from __future__ import annotations
 
@@ -44,3 +46,10 @@ def column_values(table: CompiledTable, body: Any, *, creating: bool) -> dict[st
     if problems:
         raise ValidationFailed("the row does not fit the table", {"errors": problems})
     return values
+
+
+def bulk_set_values(table: CompiledTable, body: Any) -> dict[str, Any]:
+    """The typed values of a bulk update body `{"set": {...}}`."""
+    if not isinstance(body, dict) or set(body) != {"set"}:
+        raise ValidationFailed("a bulk update body is {\"set\": {...}}")
+    return column_values(table, body["set"], creating=False)

@@ -1,8 +1,12 @@
-"""The write service: every change to a user table goes through here, and each one records
-its change-log entry in the same transaction.
+"""The write service: every change to a user table goes through here, and each one records its
+change-log entry in the same statement as the change (a data-modifying CTE), so a write and
+its log entry commit or roll back together.
 
-Callers pass an open transaction (`AsyncConnection` inside `begin()`); an exception anywhere
-rolls back both the write and its log entry.
+On the request path's pool a create, an update or a delete of one row is one statement in
+autocommit, guarded by the authentication facts (plan.guard); an update only happens when the
+row as updated still matches the writer's policy. A miss (no such row, a policy that does not
+allow it) is then explained by the same write inside a transaction, which rolls back a row
+that would leave the writer's row policy and says 403 or 404.
 """
 
 from __future__ import annotations
@@ -10,89 +14,84 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import and_, exists, false, func, literal_column, select, true
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import and_, exists, literal, select
 from uuid6 import uuid7
 
-from authoric.changes.log import DELETE, INSERT, UPDATE, record_change
+from authoric.changes.log import DELETE, UPDATE
 from authoric.errors import Forbidden, NotFound
+from authoric.plan.access import Access, reader
+from authoric.plan.plan import Plan, governed_rows
+from authoric.plan.runner import Executor
 from authoric.policy.decision import Decision
-from authoric.records.gate import Access, reader
 from authoric.records.references import refuse_if_referenced, require_live_targets
-from authoric.records.values import column_values
 
 
-async def create_row(conn: AsyncConnection, access: Access, body: Any) -> dict[str, Any]:
+def needs_transaction(access: Access, action: str) -> bool:
+    """Whether a single-row write needs several statements in one transaction: references into
+    soft-delete tables (checked live first), and deletes on soft-delete tables (a referenced
+    row may not be soft-deleted)."""
+    if action == "delete":
+        return access.table.soft_delete
+    return any(c.type == "reference" and access.snapshot.table(str(c.references)).soft_delete
+               for c in access.table.definition.columns)
+
+
+async def write_at_once(ex: Executor, access: Access, uid: uuid.UUID,
+                        values: dict[str, Any] | None) -> tuple[bool, dict[str, Any] | None]:
+    """Update (values given) or delete one row in one guarded statement: (done, the row as the
+    writer may read it). Not done means a miss, to be explained in a transaction."""
+    principal = access.principal
+    read = reader(access.snapshot, principal, access.table) if values is not None else None
+    op = UPDATE if values is not None else DELETE
+    rows = await ex.fetch(Plan(access).write_one(uid, op, values, read, principal.user_uid,
+                                                 ex.guard))
+    if ex.guard is not None:
+        rows = ex.guard.check(rows)
+    if not rows:
+        return False, None
+    return True, (_as_writer(access, read, rows[0]) if values is not None else None)
+
+
+async def create_row(ex: Executor, access: Access, values: dict[str, Any]) -> dict[str, Any]:
     table, principal = access.table, access.principal
-    values = column_values(table, body, creating=True)
-    await require_live_targets(conn, access, values)
+    await require_live_targets(ex, access, values)
     uid = uuid7()
     read = reader(access.snapshot, principal, table)
-    stmt = (table.table.insert().values(uid=uid, org_uid=principal.org_uid, **values)
-            .returning(*_verdicts(access, read)))
-    row = (await conn.execute(stmt)).mappings().one()
-    _still_allowed(row, uid)
-    await record_change(conn, app_uid=principal.app_uid, table=table.name, op=INSERT,
-                        org_uid=principal.org_uid, row_uid=uid, actor_uid=principal.user_uid)
-    return _as_writer(access, read, row)
-
-
-async def update_row(conn: AsyncConnection, access: Access, uid: uuid.UUID,
-                     body: Any) -> dict[str, Any]:
-    table, principal = access.table, access.principal
-    values = column_values(table, body, creating=False)
-    await require_live_targets(conn, access, values)
-    read = reader(access.snapshot, principal, table)
-    stmt = (table.table.update()
-            .where(and_(table.table.c.uid == uid, access.decision.rows(table, principal)))
-            .values(**values, updated_at=func.clock_timestamp())
-            .returning(*_verdicts(access, read)))
-    row = (await conn.execute(stmt)).mappings().first()
-    if row is None:
-        await _explain_miss(conn, access, uid)
-        raise NotFound("no such row", {"uid": str(uid)})
-    _still_allowed(row, uid)
-    await record_change(conn, app_uid=principal.app_uid, table=table.name, op=UPDATE,
-                        org_uid=principal.org_uid, row_uid=uid, actor_uid=principal.user_uid)
-    return _as_writer(access, read, row)
-
-
-async def delete_row(conn: AsyncConnection, access: Access, uid: uuid.UUID) -> None:
-    table, principal = access.table, access.principal
-    where = and_(table.table.c.uid == uid, access.decision.rows(table, principal))
-    # The old image keeps the row as it stood, so subscribers can be judged on it later.
-    image: Any = literal_column(f'to_jsonb("{table.name}".*)')
-    if table.soft_delete:
-        await refuse_if_referenced(conn, access, select(table.table.c.uid).where(where))
-        stmt: Any = (table.table.update().where(where)
-                     .values(deleted_at=func.clock_timestamp()).returning(image))
-    else:
-        stmt = table.table.delete().where(where).returning(image)
-    old = (await conn.execute(stmt)).scalar()
-    if old is None:
-        await _explain_miss(conn, access, uid)
-        return
-    old.pop("deleted_at", None)
-    await record_change(conn, app_uid=principal.app_uid, table=table.name, op=DELETE,
-                        org_uid=principal.org_uid, row_uid=uid, actor_uid=principal.user_uid,
-                        old_row=old)
-
-
-def _verdicts(access: Access, read: Decision | None) -> list[Any]:
-    """What a write returns in the same statement: the row, whether it still matches the
-    writer's policy for the action, and whether the writer may read it (so no re-reads)."""
-    table, principal = access.table, access.principal
-    policy = access.decision.policy
-    allowed = true() if policy is None else func.coalesce(policy, false())
-    readable = false() if read is None else func.coalesce(read.rows(table, principal), false())
-    return [*table.table.c, allowed.label("_allowed"), readable.label("_readable")]
-
-
-def _still_allowed(row: Any, uid: uuid.UUID) -> None:
-    """A written row must still match the writer's policy for the action; raising here rolls
-    the write back, so nothing is written."""
-    if not row["_allowed"]:
+    statement = Plan(access).insert(uid, values, read, ex.guard, principal.user_uid)
+    rows = await ex.fetch(statement)
+    if ex.guard is not None:
+        rows = ex.guard.check(rows)
+    if not rows:  # the row policy refused the row as written: nothing was inserted
         raise Forbidden("the row would fall outside your row policy", {"uid": str(uid)})
+    return _as_writer(access, read, rows[0])
+
+
+async def update_row(ex: Executor, access: Access, uid: uuid.UUID,
+                     values: dict[str, Any]) -> dict[str, Any]:
+    await require_live_targets(ex, access, values)
+    read = reader(access.snapshot, access.principal, access.table)
+    rows = await ex.fetch(Plan(access).write_one(uid, UPDATE, values, read,
+                                                 access.principal.user_uid))
+    if not rows:
+        await _explain_miss(ex, access, uid)
+    row = rows[0]
+    if not row["_allowed"]:
+        # Raising rolls the caller's transaction back: the row and its log entry go together.
+        raise Forbidden("the row would fall outside your row policy", {"uid": str(uid)})
+    return _as_writer(access, read, row)
+
+
+async def delete_row(ex: Executor, access: Access, uid: uuid.UUID) -> None:
+    table = access.table
+    if table.soft_delete:
+        c = table.table.c
+        doomed = select(c.uid).where(and_(c.uid == literal(uid, c.uid.type),
+                                          Plan(access).where()))
+        await refuse_if_referenced(ex, access, doomed)
+    rows = await ex.fetch(Plan(access).write_one(uid, DELETE, None, None,
+                                                 access.principal.user_uid))
+    if not rows:
+        await _explain_miss(ex, access, uid)
 
 
 def _as_writer(access: Access, read: Decision | None, row: Any) -> dict[str, Any]:
@@ -102,14 +101,16 @@ def _as_writer(access: Access, read: Decision | None, row: Any) -> dict[str, Any
     return access.table.row_json(row, read.redacted)
 
 
-async def _explain_miss(conn: AsyncConnection, access: Access, uid: uuid.UUID) -> None:
+async def _explain_miss(ex: Executor, access: Access, uid: uuid.UUID) -> None:
     """404 when the principal cannot see the row; 403 when it can read but not change it."""
-    visible: Decision | None = reader(access.snapshot, access.principal, access.table)
+    visible = reader(access.snapshot, access.principal, access.table)
     if visible is not None:
         table = access.table
-        found = await conn.scalar(select(exists().where(and_(
-            table.table.c.uid == uid, visible.rows(table, access.principal)))))
-        if found:
+        c = table.table.c
+        found = await ex.fetch(select(exists().where(and_(
+            c.uid == literal(uid, c.uid.type),
+            governed_rows(table, visible, access.principal, access.operator))).label("found")))
+        if found and found[0]["found"]:
             raise Forbidden(f"your row policy does not allow {access.decision.action} on this row",
                             {"uid": str(uid)})
     raise NotFound("no such row", {"uid": str(uid)})

@@ -1,0 +1,100 @@
+"""The authentication facts and the rows in one statement.
+
+A request is planned from facts cached per (app, user, org): the app's catalog version, the
+member's roles and email. The statement that answers it carries those facts as a guard: a CTE
+reads the current version and membership, the rows (or the write) only happen when they equal
+what the plan assumed, and the current facts come back with the rows. When they differ
+(something changed, or nothing was cached) the caller refreshes its cache from the returned
+facts and plans again. So a change committed before a request's statement starts always
+applies to it, on every process, and an unchanged world costs one round trip.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Text, and_, literal, select, true
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.sql.elements import ColumnElement
+
+from authoric.db import tables as t
+
+FACT_COLUMNS = ("_version", "_app_name", "_roles", "_email")
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What authentication needs from the database, as of one statement."""
+
+    version: int
+    app_name: str
+    roles: tuple[str, ...] | None  # None: no membership (revoked, or the user deleted)
+    email: str | None
+
+
+class StaleFacts(Exception):
+    """The statement's guard did not hold; `facts` are the current ones (None: no such app)."""
+
+    def __init__(self, facts: Facts | None) -> None:
+        super().__init__("authentication facts moved")
+        self.facts = facts
+
+
+@dataclass
+class Guard:
+    """The facts a plan was made for, and the CTE that checks them inside its statement."""
+
+    app_uid: uuid.UUID
+    user_uid: uuid.UUID
+    org_uid: uuid.UUID
+    expected: Facts
+    held: bool = False  # set once a statement's guard is seen to hold
+
+    def cte(self) -> Any:
+        a, m, u = t.apps, t.members, t.users
+        return (select(a.c.version.label("_version"), a.c.name.label("_app_name"),
+                       m.c.roles.label("_roles"), u.c.email.label("_email"))
+                .select_from(a.outerjoin(m, and_(
+                    m.c.app_uid == a.c.uid,
+                    m.c.org_uid == literal(self.org_uid, a.c.uid.type),
+                    m.c.user_uid == literal(self.user_uid, a.c.uid.type),
+                )).outerjoin(u, u.c.uid == m.c.user_uid))
+                .where(a.c.uid == literal(self.app_uid, a.c.uid.type))
+                .cte("auth_facts"))
+
+    def holds(self, facts: Any) -> ColumnElement[bool]:
+        """True exactly when the current facts are the expected ones."""
+        e = self.expected
+        return and_(facts.c._version == literal(e.version),
+                    facts.c._roles == literal(list(e.roles or ()), ARRAY(Text)),
+                    facts.c._email == literal(e.email, Text))
+
+    def check(self, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """The governed rows of a guarded result; StaleFacts when the guard did not hold."""
+        if not rows:
+            raise StaleFacts(None)
+        first = rows[0]
+        roles = first["_roles"]
+        current = Facts(int(first["_version"]), str(first["_app_name"]),
+                        None if roles is None else tuple(roles), first["_email"])
+        if current != self.expected:
+            raise StaleFacts(current)
+        self.held = True
+        return [r for r in rows if r["uid"] is not None]
+
+
+def guarded_select(guard: Guard | None, inner: Any, order: Sequence[tuple[str, bool]] = ()) -> Any:
+    """`inner` (a SELECT of a table's rows) made conditional on the guard, with the facts
+    alongside: `facts LEFT JOIN LATERAL (inner AND guard)`. `order` is (column, descending)
+    to keep the inner order in the outer result. Without a guard, `inner` itself."""
+    if guard is None:
+        return inner
+    facts = guard.cte()
+    rows = inner.where(guard.holds(facts)).lateral("governed")
+    ordering = [(rows.c[name].desc() if desc else rows.c[name].asc()).nulls_last()
+                for name, desc in order]
+    return (select(*[facts.c[c] for c in FACT_COLUMNS], *rows.c)
+            .select_from(facts.outerjoin(rows, true())).order_by(*ordering))

@@ -1,0 +1,169 @@
+"""Running plans: SQLAlchemy builds a statement, it is compiled to PostgreSQL text once per shape,
+and asyncpg runs it as a prepared statement on a pooled connection.
+
+Compiled forms are kept per (app, catalog version, SQLAlchemy cache key): SQLAlchemy's cache key
+captures the statement's shape and extracts its bound values, so a repeat request pays for
+building the statement and its key, never for compiling it. asyncpg keeps each connection's
+prepared statements, so a repeat statement is one round trip.
+
+The pool's connections run in autocommit: a single statement is its own transaction, so a read
+or a write (its change-log row rides in the same statement) costs one round trip, with no
+BEGIN and no COMMIT. Nothing pings a connection before use; a read that meets a dead
+connection is retried once on a fresh one.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import uuid
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import asyncpg
+from sqlalchemy.dialects.postgresql import asyncpg as asyncpg_dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from authoric.db.errors import translate
+from authoric.errors import InternalError
+
+log = logging.getLogger("authoric")
+
+MAX_COMPILED = 2000
+# Errors after which the connection is gone, not the statement wrong: a read may be retried.
+CONNECTION_LOST = (asyncpg.exceptions.ConnectionDoesNotExistError,
+                   asyncpg.exceptions.PostgresConnectionError,
+                   asyncpg.exceptions.InterfaceError, ConnectionError, OSError)
+
+# Statements sent per request, counted only when the server runs with the test flag on.
+round_trips: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+    "round_trips", default=None)
+
+
+def count_round_trip() -> None:
+    counter = round_trips.get()
+    if counter is not None:
+        counter[0] += 1
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    names: tuple[str, ...]
+    compiled: Any
+
+
+class StatementCache:
+    """Compiled SQL text per statement shape, bounded (least recently used goes first)."""
+
+    def __init__(self) -> None:
+        self.dialect = asyncpg_dialect.dialect()
+        self._entries: OrderedDict[Any, _Compiled] = OrderedDict()
+
+    def sql_and_args(self, scope: Any, statement: Any) -> tuple[str, list[Any]]:
+        key = statement._generate_cache_key()
+        full = (scope, key.key)
+        entry = self._entries.get(full)
+        if entry is None:
+            compiled = statement._compiler(self.dialect, cache_key=key, column_keys=None,
+                                           for_executemany=False)
+            entry = _Compiled(compiled.string, tuple(compiled.positiontup or ()), compiled)
+            self._entries[full] = entry
+            if len(self._entries) > MAX_COMPILED:
+                self._entries.popitem(last=False)
+        else:
+            self._entries.move_to_end(full)
+        params = entry.compiled.construct_params(extracted_parameters=key.bindparams,
+                                                 escape_names=False)
+        return entry.sql, [params[name] for name in entry.names]
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    # JSON travels as Python values, as SQLAlchemy's asyncpg dialect does it for the engine.
+    for name in ("json", "jsonb"):
+        await conn.set_type_codec(name, schema="pg_catalog", encoder=_dumps, decoder=json.loads,
+                                  format="text")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+async def open_pool(dsn: str, size: int, server_settings: Mapping[str, str]) -> asyncpg.Pool:
+    """The request path's pool: autocommit connections with the server-wide settings."""
+    pool: asyncpg.Pool = await asyncpg.create_pool(
+        dsn, min_size=1, max_size=size, init=_init_connection,
+        server_settings=dict(server_settings), statement_cache_size=512)
+    return pool
+
+
+class Executor(Protocol):
+    """Where a service's statements run. `guard` is set when the statement must carry the
+    authentication facts check (see `plan.guard`)."""
+
+    @property
+    def guard(self) -> Any: ...
+
+    async def fetch(self, statement: Any, *, retry: bool = False) -> Sequence[Mapping[str, Any]]: ...
+
+
+class PoolExecutor:
+    """One statement per call on the request path's pool (autocommit)."""
+
+    def __init__(self, pool: asyncpg.Pool, cache: StatementCache, scope: Any,
+                 guard: Any = None) -> None:
+        self.pool, self.cache, self.scope, self.guard = pool, cache, scope, guard
+
+    async def fetch(self, statement: Any, *, retry: bool = False) -> Sequence[Mapping[str, Any]]:
+        sql, args = self.cache.sql_and_args(self.scope, statement)
+        attempts = 2 if retry else 1
+        for attempt in range(attempts):
+            try:
+                async with self.pool.acquire() as conn:
+                    count_round_trip()
+                    rows: list[Mapping[str, Any]] = await conn.fetch(sql, *args)
+                    return rows
+            except asyncpg.PostgresError as exc:
+                if isinstance(exc, CONNECTION_LOST) and attempt + 1 < attempts:
+                    continue
+                error = translate(DBAPIError(sql, None, exc))
+                if isinstance(error, InternalError):
+                    log.error("unexpected database error: %s", exc)
+                raise error from exc
+            except CONNECTION_LOST as exc:
+                if attempt + 1 < attempts:
+                    continue
+                raise translate(DBAPIError(sql, None, _Lost(str(exc)))) from exc
+        raise AssertionError("unreachable")
+
+
+class _Lost(Exception):
+    sqlstate = "08006"
+
+
+class ConnectionExecutor:
+    """Statements on a SQLAlchemy connection inside the caller's transaction (the paths that
+    need several statements: bulk writes, imports, soft-delete checks, the SDK)."""
+
+    guard = None
+
+    def __init__(self, conn: AsyncConnection) -> None:
+        self.conn = conn
+
+    async def fetch(self, statement: Any, *, retry: bool = False) -> Sequence[Mapping[str, Any]]:
+        count_round_trip()
+        rows: Any = (await self.conn.execute(statement)).mappings().all()
+        return rows
+
+
+def new_counter() -> list[int]:
+    return [0]
+
+
+def uid_of(row: Mapping[str, Any]) -> uuid.UUID | None:
+    value = row["uid"]
+    return None if value is None else uuid.UUID(str(value))

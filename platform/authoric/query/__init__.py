@@ -1,1 +1,0 @@
-"""The filter language, ordering and keyset pagination, compiled to SQLAlchemy with bound values."""
