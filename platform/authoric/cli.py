@@ -31,15 +31,16 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-MAX_DEFAULT_WORKERS = 4
+MAX_DEFAULT_WORKERS = 3
 WORKER_HEALTHCHECK = 60  # seconds a worker may take to answer the supervisor
 
 
 def default_workers() -> int:
-    """One worker per core this process may run on, at most 4.
+    """One worker per core this process may run on, at most 3.
 
-    Each worker is a whole server (its own pool of up to 2 x AUTHORIC_DB_POOL_SIZE connections
-    plus two dedicated ones), so the cap keeps a default install under PostgreSQL's default
+    Each worker is a whole server: up to 3 x AUTHORIC_DB_POOL_SIZE connections (the SQLAlchemy
+    pool and its overflow, and the request path's asyncpg pool) plus two dedicated ones, 32
+    with the defaults. The cap keeps a default install under PostgreSQL's default
     max_connections of 100. More cores than that are better used by more replicas."""
     try:
         cpus = len(os.sched_getaffinity(0))

@@ -57,7 +57,7 @@ class Settings(BaseSettings):
 
     workers: int | None = Field(
         default=None, validation_alias="AUTHORIC_WORKERS",
-        description="`authoric serve` processes; unset: one per core, at most 4")
+        description="`authoric serve` processes; unset: one per core, at most 3")
     shutdown_grace: int = Field(
         default=8, validation_alias="AUTHORIC_SHUTDOWN_GRACE",
         description="seconds in-flight requests get to finish after SIGTERM")
