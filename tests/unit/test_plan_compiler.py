@@ -139,3 +139,15 @@ def test_a_draft_role_is_judged_by_the_same_gate_without_touching_the_saved_snap
     with pytest.raises(Forbidden):
         admit(draft, member("viewer"), "invoices", "read")
     admit(saved, member("viewer"), "invoices", "read")
+
+
+def test_a_copy_of_a_snapshot_with_other_roles_does_not_reuse_its_decisions() -> None:
+    import dataclasses
+
+    saved = snapshot()
+    table = saved.table("invoices")
+    assert decide(saved, member("viewer"), table, "read").policy is None
+    roles = {**saved.roles, "viewer": RoleDef.model_validate(
+        {"permissions": ["invoices:read"], "rowPolicies": {"invoices": {"number": "A-1"}}})}
+    draft = dataclasses.replace(saved, roles=roles, enforcer=build_enforcer(roles))
+    assert decide(draft, member("viewer"), table, "read").policy is not None

@@ -34,7 +34,9 @@ class AppSnapshot:
     roles: dict[str, RoleDef]
     enforcer: casbin.Enforcer
     # Authorization decisions derived from this version (policy.decision); dropped with it.
-    decisions: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    # Not an init field: a copy made with other roles (a policy preview) starts empty.
+    decisions: dict[Any, Any] = field(default_factory=dict, init=False, repr=False,
+                                      compare=False)
 
     def table(self, name: str) -> CompiledTable:
         compiled = self.tables.get(name)

@@ -79,4 +79,4 @@ def with_draft_role(snapshot: AppSnapshot, name: str, role: RoleDef | None) -> A
     roles = {k: v for k, v in snapshot.roles.items() if k != name}
     if role is not None:
         roles[name] = role
-    return replace(snapshot, roles=roles, enforcer=build_enforcer(roles), decisions={})
+    return replace(snapshot, roles=roles, enforcer=build_enforcer(roles))
