@@ -14,7 +14,6 @@ the role does when the operations are on.
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -29,9 +28,9 @@ from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.db import tables as t
 from authoric.errors import NotFound
+from authoric.plan.access import with_draft_role
 from authoric.plan.plan import governed_rows
 from authoric.policy.decision import PolicyBroken, decide
-from authoric.policy.enforcer import build_enforcer
 from authoric.policy.principal import Principal
 from authoric.policy.roles import ACTIONS, RoleDef, check_role
 from authoric.tenancy.service import check_against_tables
@@ -84,14 +83,6 @@ def _side(snapshot: AppSnapshot, principal: Principal, table: CompiledTable) -> 
     return Side(func.coalesce(rows, false()), redacted, granted)
 
 
-def with_draft(snapshot: AppSnapshot, role: str, draft: RoleDef) -> AppSnapshot:
-    """A copy of the snapshot in which `draft` replaces (or adds) the role `role`."""
-    roles = {**snapshot.roles, role: draft}
-    # A cache of its own: the saved snapshot's decisions were made with the saved role.
-    return dataclasses.replace(snapshot, roles=roles, enforcer=build_enforcer(roles),
-                               decisions={})
-
-
 async def _member(conn: AsyncConnection, snapshot: AppSnapshot, role: str,
                   req: PreviewRequest) -> tuple[Principal, bool]:
     """The member as a request would see them, holding `role` besides their own roles;
@@ -124,7 +115,7 @@ async def preview(conn: AsyncConnection, snapshot: AppSnapshot, role: str,
     table = snapshot.table(req.table)
     member, held = await _member(conn, snapshot, role, req)
     saved = _side(snapshot, member, table)
-    draft = _side(with_draft(snapshot, role, req.draft), member, table)
+    draft = _side(with_draft_role(snapshot, role, req.draft), member, table)
     counts = (await conn.execute(select(
         func.count().filter(saved.rows), func.count().filter(draft.rows),
     ).select_from(table.table).where(table.table.c.org_uid == member.org_uid))).one()
