@@ -15,8 +15,9 @@ from sqlalchemy import MetaData
 from authoric.auth.tokens import ACCESS, Claims, VerifiedTokens, encode
 from authoric.catalog.model import TableDef
 from authoric.catalog.schema import CompiledTable, compile_table
+from authoric.catalog.types.builtin import MAX_JSON_DEPTH, json_depth_exceeds
 from authoric.errors import TokenExpired, Unauthenticated, ValidationFailed
-from authoric.http.context import MAX_JSON_DEPTH, json_depth, parse_json_body
+from authoric.http.context import parse_json_body
 from authoric.records.values import bulk_set_values, column_values
 
 
@@ -68,8 +69,10 @@ def nested(depth: int) -> Any:
 
 
 def test_json_depth_counts_arrays_and_objects_inside_one_another() -> None:
-    assert json_depth(1) == 0 and json_depth({}) == 1 and json_depth({"a": [1, {"b": []}]}) == 4
-    assert json_depth([[0]] * 3) == 2
+    assert not json_depth_exceeds(1, 0) and json_depth_exceeds({}, 0)
+    assert not json_depth_exceeds({"a": [1, {"b": []}]}, 4)
+    assert json_depth_exceeds({"a": [1, {"b": []}]}, 3)
+    assert not json_depth_exceeds([[0]] * 3, 2) and json_depth_exceeds([[0]] * 3, 1)
 
 
 def test_a_body_nested_past_the_limit_is_a_422_naming_the_limit() -> None:

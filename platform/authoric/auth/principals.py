@@ -27,8 +27,7 @@ from authoric.policy.principal import Principal
 @dataclass(frozen=True)
 class Authenticated:
     principal: Principal
-    app: Any  # the app row
-    version: int
+    version: int  # the app's catalog version, as of the authenticating statement
 
 
 def bearer(header: str | None) -> str:
@@ -52,23 +51,11 @@ async def authenticate(conn: AsyncConnection, secret: str, header: str | None,
     """401 for a bad token, 404 for an unknown app, 401 for a token of another app or a
     membership that no longer exists. Roles come from the database, never from the token."""
     claims = tokens.decode(secret, bearer(header), tokens.ACCESS)
-    m, u = t.members, t.users
-    row = (await conn.execute(
-        select(t.apps, m.c.roles, u.c.email)
-        .select_from(t.apps.outerjoin(m, and_(
-            m.c.app_uid == t.apps.c.uid, m.c.org_uid == claims.org_uid,
-            m.c.user_uid == claims.user_uid)).outerjoin(u, u.c.uid == m.c.user_uid))
-        .where(_app_where(app_ref))
-    )).mappings().first()
-    if row is None:
-        raise NotFound("no such app", {"app": app_ref})
-    if row["uid"] != claims.app_uid:
-        raise Unauthenticated("token of another app")
-    if row["roles"] is None:
-        raise Unauthenticated("membership revoked")
-    principal = Principal(row["uid"], claims.user_uid, claims.org_uid, row["email"],
-                          tuple(row["roles"]), claims.expires_at, read_only=claims.read_only)
-    return Authenticated(principal, row, row["version"])
+    facts = await load_facts(conn, claims, app_ref)
+    assert facts.roles is not None  # load_facts refuses a missing membership
+    principal = Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
+                          facts.roles, claims.expires_at, read_only=claims.read_only)
+    return Authenticated(principal, facts.version)
 
 
 def matches_app(ref: str, app_uid: uuid.UUID, facts: Facts) -> bool:

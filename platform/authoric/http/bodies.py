@@ -24,8 +24,8 @@ from fastapi import Request
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from authoric.catalog.types.builtin import MAX_JSON_DEPTH, json_depth_exceeds
 from authoric.errors import BadRequest, UnsupportedMediaType, ValidationFailed, invalid_body
-from authoric.http.context import MAX_JSON_DEPTH, json_depth
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -50,7 +50,7 @@ def parse_body(raw: bytes, model: type[M]) -> M:
         raise invalid_body(exc) from exc
     # Free-form parts (row policies, column defaults) could otherwise nest past the cap. The
     # parser above stops at 200 levels, so this second look cannot overflow.
-    if json_depth(json.loads(raw)) > MAX_JSON_DEPTH:
+    if json_depth_exceeds(json.loads(raw), MAX_JSON_DEPTH):
         raise ValidationFailed(f"the body is nested deeper than {MAX_JSON_DEPTH} levels",
                                {"limit": MAX_JSON_DEPTH, "reason": "too_deep"})
     return parsed

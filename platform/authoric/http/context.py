@@ -27,6 +27,7 @@ from authoric.auth.principals import FactsCache, bearer, facts_or_refusal, load_
 from authoric.auth.ratelimit import RateLimiter
 from authoric.auth.tokens import VerifiedTokens
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
+from authoric.catalog.types.builtin import MAX_JSON_DEPTH, json_depth_exceeds
 from authoric.changes.sequencer import Sequencer
 from authoric.errors import (
     AuthoricError,
@@ -43,7 +44,6 @@ from authoric.realtime.hub import Hub
 from authoric.settings import Settings
 
 T = TypeVar("T")
-MAX_JSON_DEPTH = 32  # arrays and objects inside one another, in any request body
 PLAN_ATTEMPTS = 4  # plans per request before giving up on an app whose facts keep moving
 COUNT_FLAG = "AUTHORIC_TEST_COUNT_ROUND_TRIPS"  # tests only: X-Authoric-Round-Trips header
 
@@ -193,28 +193,7 @@ def parse_json_body(content_type: str, raw: bytes) -> Any:
         raise BadRequest("the body is not valid JSON") from exc
     except RecursionError as exc:  # nesting deeper than the parser goes
         raise BadRequest("the body is nested too deeply", {"limit": MAX_JSON_DEPTH}) from exc
-    if json_depth(value) > MAX_JSON_DEPTH:
+    if json_depth_exceeds(value, MAX_JSON_DEPTH):
         raise ValidationFailed(f"the body is nested deeper than {MAX_JSON_DEPTH} levels",
                                {"limit": MAX_JSON_DEPTH, "reason": "too_deep"})
     return value
-
-
-def json_depth(value: Any) -> int:
-    """How many arrays and objects are nested inside one another in `value` (0 for a scalar);
-    iterative, so no depth can overflow the stack."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        depth += 1
-        deepest = max(deepest, depth)
-        if deepest > MAX_JSON_DEPTH:
-            return deepest
-        stack.extend((child, depth) for child in children)
-    return deepest
