@@ -251,6 +251,12 @@ def test_names_of_the_longest_allowed_length_work_end_to_end(world: AppWorld) ->
     row = expect(member.post(world.rows(table), json={column: "v"}), 201)
     assert row[column] == "v"
     expect(member.post(world.rows(table), json={column: "v"}), 409, "CONFLICT")
+    one = f"{world.rows(table)}/{row['uid']}"
+    assert expect(member.patch(one, json={column: "w"}), 200)[column] == "w"
+    assert expect(member.get(world.rows(table), params={column: "w"}), 200)["items"][0][
+        "uid"] == row["uid"]
+    expect(member.delete(one), 204)
+    expect(member.get(one), 404, "NOT_FOUND")
 
 
 @pytest.mark.parametrize("columns", [

@@ -62,6 +62,11 @@ class StatementCache:
 
     def __init__(self) -> None:
         self.dialect = asyncpg_dialect.dialect()
+        # Names may be 63 characters (PostgreSQL's limit). At the default label length,
+        # SQLAlchemy renames such a column when a statement selects it from a CTE
+        # (`inserted.<name>_1`), a column that does not exist. Our labels are column names or
+        # short, so a longer allowance changes nothing else.
+        self.dialect.label_length = 127
         self._entries: OrderedDict[Any, _Compiled] = OrderedDict()
 
     def sql_and_args(self, scope: Any, statement: Any) -> tuple[str, list[Any]]:
