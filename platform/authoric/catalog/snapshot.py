@@ -56,6 +56,11 @@ class SnapshotCache:
         if cached is not None and cached.version == version:
             return cached
         snapshot = await load_snapshot(conn, app_uid)
+        # Loads of one version may race (each awaits the database); the first stored stays,
+        # so everyone shares one snapshot, its tables and its decision cache.
+        stored = self._by_app.get(app_uid)
+        if stored is not None and stored.version == snapshot.version:
+            return stored
         self._by_app[app_uid] = snapshot
         return snapshot
 

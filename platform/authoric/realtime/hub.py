@@ -82,6 +82,7 @@ class _AppView:
     subscribers: dict[str, set[Subscriber]] = field(default_factory=lambda: defaultdict(set))
     # Decisions per (table, read class), valid for `version` only.
     decisions: dict[str, dict[Hashable, Any]] = field(default_factory=lambda: defaultdict(dict))
+    snapshot: AppSnapshot | None = None  # the snapshot `decisions` were built on
 
 
 class Hub:
@@ -182,6 +183,12 @@ class Hub:
         if view.version != version:
             await self._refresh(conn, app_uid, snapshot)
             view.version = version
+        if view.snapshot is not snapshot:
+            # Decisions hold SQL built on one snapshot's tables. Two loads of the same version
+            # (a request's and ours, racing) give two snapshots whose tables are different
+            # objects: a decision from one inside a statement on the other names the table
+            # twice. So the memo lives exactly as long as the snapshot it was built on.
+            view.snapshot = snapshot
             view.decisions.clear()
         return snapshot
 
