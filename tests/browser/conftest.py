@@ -63,7 +63,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=HERE, check=True,
                        stdout=subprocess.DEVNULL)
     out = tmp_path_factory.mktemp("browser-page")
-    subprocess.run([str(HERE / "node_modules" / ".bin" / "esbuild"), "client.js", "--bundle",
+    subprocess.run([str(HERE / "node_modules" / ".bin" / "esbuild"), "client.mjs", "--bundle",
                     "--format=iife", f"--outfile={out / 'bundle.js'}", "--log-level=warning"],
                    cwd=HERE, check=True)
     (out / "index.html").write_text(PAGE)
