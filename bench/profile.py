@@ -1,0 +1,111 @@
+"""`python -m bench.profile`: where a request's CPU goes, by function.
+
+Starts Authoric with one worker on a fresh embedded PostgreSQL, sets it up as `bench.peers`
+does (a member confined to its org, a row policy, a redacted column), drives one route with
+`wrk`, and samples the worker with py-spy meanwhile. Prints the functions that hold the most
+samples, by own time and by time including callees, with the share of all samples; with
+`--svg`, also writes a flame graph.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from bench.harness import database, process_tree, running_server
+from bench.peers import wrk
+from bench.peers.systems import ROUTES, authoric_target
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="bench.profile", description=__doc__)
+    ap.add_argument("--route", choices=ROUTES, default="read")
+    ap.add_argument("--seconds", type=int, default=15, help="sampled seconds (15)")
+    ap.add_argument("--concurrency", type=int, default=10)
+    ap.add_argument("--top", type=int, default=40, help="functions listed (40)")
+    ap.add_argument("--svg", type=Path, default=None, help="also write a flame graph here")
+    return ap.parse_args(argv)
+
+
+def py_spy() -> str:
+    found = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(found).exists():
+        raise SystemExit("py-spy is missing: .venv/bin/pip install py-spy")
+    return found
+
+
+def worker_pid(server_pid: int) -> int:
+    """The process serving requests: the server itself, or its only Python child."""
+    tree = process_tree(server_pid)
+    children = [p for p in tree if p != server_pid and "python" in _cmdline(p)]
+    return children[-1] if children else server_pid
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def record(pid: int, seconds: int, out: Path, fmt: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [py_spy(), "record", "--pid", str(pid), "--duration", str(seconds), "--rate", "250",
+         "--format", fmt, "--output", str(out), "--nonblocking"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def summarize(collapsed: Path, top: int) -> str:
+    """Own and inclusive sample shares per function, from py-spy's collapsed stacks."""
+    own: collections.Counter[str] = collections.Counter()
+    inclusive: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in collapsed.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        n = int(count)
+        frames = [f.split(" (")[0] + " (" + f.split(" (")[1].split(":")[0] + ")"
+                  if " (" in f else f for f in stack.split(";")]
+        total += n
+        own[frames[-1]] += n
+        for frame in set(frames):
+            inclusive[frame] += n
+    lines = [f"{total} samples", "", "own time:"]
+    lines += [f"  {100 * n / total:5.1f}%  {name}" for name, n in own.most_common(top)]
+    lines += ["", "including callees:"]
+    lines += [f"  {100 * n / total:5.1f}%  {name}" for name, n in inclusive.most_common(top)]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="authoric-profile-") as tmp:
+        work = Path(tmp)
+        os.chmod(work, 0o755)
+        with database(work) as db, \
+                running_server(work, db, extra_args=["--workers", "1"]) as server:
+            target = authoric_target(server, db)
+            pid = worker_pid(server.pid)
+            wrk.run(target, args.route, args.concurrency, 3, 1, work / "warm.lua")
+            collapsed = work / "stacks.txt"
+            spy = record(pid, args.seconds, collapsed, "raw")
+            svg = record(pid, args.seconds, args.svg, "flamegraph") if args.svg else None
+            load = threading.Thread(target=wrk.run, args=(
+                target, args.route, args.concurrency, args.seconds + 1, 1, work / "load.lua"))
+            load.start()
+            spy.wait()
+            if svg:
+                svg.wait()
+            load.join()
+            print(f"route {args.route}, concurrency {args.concurrency}, worker pid {pid}")
+            print(summarize(collapsed, args.top))
+
+
+if __name__ == "__main__":
+    main()
