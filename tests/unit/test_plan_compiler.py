@@ -51,8 +51,8 @@ def sql(statement: Any) -> str:
 
 def test_a_members_page_is_confined_to_its_org_live_rows_and_row_policy_with_bound_values() -> None:
     access = admit(snapshot(), member("clerk"), "invoices", "read_list")
-    statement, _ = Plan(access, parse_filter({"number": "A-1"})).select_page(Page(limit=20))
-    text = sql(statement)
+    statement, _ = Plan(access, parse_filter({"number": "A-1"})).read_page(Page(limit=20), None)
+    text = sql(statement.build())
     assert "invoices.org_uid = $" in text
     assert "invoices.status != $" in text  # the clerk's row policy
     assert "invoices.number = $" in text  # the request's filter
@@ -101,8 +101,8 @@ def test_requests_differing_only_in_values_share_one_compiled_statement() -> Non
     cache = StatementCache()
     snap = snapshot()
     access = admit(snap, member("clerk"), "invoices", "read_list")
-    first, _ = Plan(access, parse_filter({"number": "A-1"})).select_page(Page(limit=20))
-    second, _ = Plan(access, parse_filter({"number": "B-2"})).select_page(Page(limit=5))
+    first, _ = Plan(access, parse_filter({"number": "A-1"})).read_page(Page(limit=20), None)
+    second, _ = Plan(access, parse_filter({"number": "B-2"})).read_page(Page(limit=5), None)
     sql_1, args_1 = cache.sql_and_args((APP, 7), first)
     sql_2, args_2 = cache.sql_and_args((APP, 7), second)
     assert sql_1 == sql_2 and "A-1" in args_1 and "B-2" in args_2 and 21 in args_1 and 6 in args_2

@@ -33,6 +33,7 @@ class AppSnapshot:
     tables: dict[str, CompiledTable]
     roles: dict[str, RoleDef]
     enforcer: casbin.Enforcer
+    draft: bool = False  # a copy with a drafted role (a policy preview), never a saved version
     # Authorization decisions derived from this version (policy.decision); dropped with it.
     # Not an init field: a copy made with other roles (a policy preview) starts empty.
     decisions: dict[Any, Any] = field(default_factory=dict, init=False, repr=False,

@@ -25,7 +25,13 @@ from authoric.db import tables as t
 from authoric.errors import NotFound, ValidationFailed
 from authoric.plan.fields import table_fields
 from authoric.plan.filters import FilterScope, Node, compile_filter
-from authoric.plan.listing import cursor_clause, encode_cursor, parse_limit, parse_order
+from authoric.plan.listing import (
+    cursor_clause,
+    decode_cursor,
+    encode_cursor,
+    parse_limit,
+    parse_order,
+)
 from authoric.plan.runner import ConnectionExecutor
 from authoric.policy.principal import Principal
 from authoric.records import csv_import, writes
@@ -106,7 +112,8 @@ async def list_rows(conn: AsyncConnection, target: AdminTable,
     if query.org is not None:
         where.append(table.table.c.org_uid == query.org)
     if query.after:
-        where.append(cursor_clause(ordering, query.after, table.table.c.uid))
+        where.append(cursor_clause(ordering, decode_cursor(ordering, query.after),
+                                   table.table.c.uid))
     stmt = (select(table.table).where(and_(*where))
             .order_by(*ordering.order_by(table.table.c.uid)).limit(limit + 1))
     rows = (await conn.execute(stmt)).mappings().all()

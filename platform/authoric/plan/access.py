@@ -61,7 +61,8 @@ def operator_access(snapshot: AppSnapshot, principal: Principal, table_name: str
     """The operator's access (admin token): every org, no row policy, nothing redacted,
     operation switches ignored. `principal` names the org a write goes to."""
     table = snapshot.table(table_name)
-    return Access(snapshot, principal, table, Decision(action, True, None, frozenset(), ()),
+    return Access(snapshot, principal, table,
+                  Decision(action, True, None, frozenset(), (), ("operator", action)),
                   operator=True)
 
 
@@ -79,4 +80,4 @@ def with_draft_role(snapshot: AppSnapshot, name: str, role: RoleDef | None) -> A
     roles = {k: v for k, v in snapshot.roles.items() if k != name}
     if role is not None:
         roles[name] = role
-    return replace(snapshot, roles=roles, enforcer=build_enforcer(roles))
+    return replace(snapshot, roles=roles, enforcer=build_enforcer(roles), draft=True)

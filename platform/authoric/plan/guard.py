@@ -16,11 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Text, and_, literal, select, true
+from sqlalchemy import BigInteger, Text, and_, select, true
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
 from authoric.db import tables as t
+from authoric.plan.binds import named
 
 FACT_COLUMNS = ("_version", "_app_name", "_roles", "_email")
 
@@ -59,18 +60,24 @@ class Guard:
                        m.c.roles.label("_roles"), u.c.email.label("_email"))
                 .select_from(a.outerjoin(m, and_(
                     m.c.app_uid == a.c.uid,
-                    m.c.org_uid == literal(self.org_uid, a.c.uid.type),
-                    m.c.user_uid == literal(self.user_uid, a.c.uid.type),
+                    m.c.org_uid == named("B_org", self.org_uid, a.c.uid.type),
+                    m.c.user_uid == named("B_user", self.user_uid, a.c.uid.type),
                 )).outerjoin(u, u.c.uid == m.c.user_uid))
-                .where(a.c.uid == literal(self.app_uid, a.c.uid.type))
+                .where(a.c.uid == named("B_app", self.app_uid, a.c.uid.type))
                 .cte("auth_facts"))
 
     def holds(self, facts: Any) -> ColumnElement[bool]:
         """True exactly when the current facts are the expected ones."""
         e = self.expected
-        return and_(facts.c._version == literal(e.version),
-                    facts.c._roles == literal(list(e.roles or ()), ARRAY(Text)),
-                    facts.c._email == literal(e.email, Text))
+        return and_(facts.c._version == named("B_version", e.version, BigInteger),
+                    facts.c._roles == named("B_roles", list(e.roles or ()), ARRAY(Text)),
+                    facts.c._email == named("B_email", e.email, Text))
+
+    def params(self) -> dict[str, Any]:
+        """The values `cte` and `holds` bind (plan.binds)."""
+        e = self.expected
+        return {"B_org": self.org_uid, "B_user": self.user_uid, "B_app": self.app_uid,
+                "B_version": e.version, "B_roles": list(e.roles or ()), "B_email": e.email}
 
     def check(self, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """The governed rows of a guarded result; StaleFacts when the guard did not hold."""

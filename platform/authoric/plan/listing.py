@@ -7,11 +7,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, literal, or_
+from sqlalchemy import and_, or_
 from sqlalchemy.sql.elements import ColumnElement
 
 from authoric.catalog.types import BadValue, parse_json, parse_text, render
 from authoric.errors import BadRequest
+from authoric.plan.binds import named
 from authoric.plan.fields import FieldRef
 
 DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
@@ -64,8 +65,8 @@ def encode_cursor(ordering: Ordering, row: Any) -> str:
     return base64.urlsafe_b64encode(json.dumps(doc).encode()).decode().rstrip("=")
 
 
-def cursor_clause(ordering: Ordering, cursor: str, uid: Any) -> ColumnElement[bool]:
-    """Rows strictly after the cursor's (value, uid) in this ordering (NULLs sort last)."""
+def decode_cursor(ordering: Ordering, cursor: str) -> tuple[Any, Any]:
+    """The (value, uid) a cursor of this ordering stands at; 400 for anything else."""
     try:
         doc = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         if doc["o"] != ordering.spec:
@@ -76,10 +77,26 @@ def cursor_clause(ordering: Ordering, cursor: str, uid: Any) -> ColumnElement[bo
         value = parse_json(ordering.field.type, doc["v"])
     except (ValueError, KeyError, TypeError, BadValue) as exc:
         raise BadRequest("bad cursor", {"after": cursor}) from exc
+    return value, after_uid
+
+
+def cursor_params(after: tuple[Any, Any]) -> dict[str, Any]:
+    """The values `cursor_clause` binds (plan.binds)."""
+    value, after_uid = after
+    params = {"B_after_uid": after_uid}
+    if value is not None:
+        params["B_after_value"] = value
+    return params
+
+
+def cursor_clause(ordering: Ordering, after: tuple[Any, Any], uid: Any) -> ColumnElement[bool]:
+    """Rows strictly after the cursor's (value, uid) in this ordering (NULLs sort last)."""
+    value, after_uid = after
+    bound_uid = named("B_after_uid", after_uid, uid.type)
+    beyond_uid = uid < bound_uid if ordering.descending else uid > bound_uid
     col = ordering.field.column
-    beyond_uid = uid < after_uid if ordering.descending else uid > after_uid
     if value is None:
         return and_(col.is_(None), beyond_uid)
-    value = literal(value, type_=col.type)  # bound and typed: booleans compare with < and >
-    beyond = col < value if ordering.descending else col > value
-    return or_(beyond, and_(col == value, beyond_uid), col.is_(None))
+    bound = named("B_after_value", value, col.type)  # typed: booleans compare with < and >
+    beyond = col < bound if ordering.descending else col > bound
+    return or_(beyond, and_(col == bound, beyond_uid), col.is_(None))

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, false, func, literal, literal_column, select, true
+from sqlalchemy import Integer, and_, false, func, literal, literal_column, select, true
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -24,13 +24,16 @@ from authoric.catalog.schema import CompiledTable
 from authoric.changes.log import INSERT
 from authoric.db import tables as t
 from authoric.plan.access import Access
+from authoric.plan.binds import Shaped, named
 from authoric.plan.fields import table_fields
 from authoric.plan.filters import EVERYTHING, FilterScope, Node, compile_filter
-from authoric.plan.guard import FACT_COLUMNS, Guard
+from authoric.plan.guard import FACT_COLUMNS, Guard, guarded_select
 from authoric.plan.listing import (
     DEFAULT_LIMIT,
     Ordering,
     cursor_clause,
+    cursor_params,
+    decode_cursor,
     parse_order,
 )
 from authoric.policy.decision import Decision
@@ -53,7 +56,8 @@ def governed_rows(table: CompiledTable, decision: Decision, principal: Principal
     if operator or principal is None:
         live: ColumnElement[bool] = table.live()
         return live
-    clauses = [table.table.c.org_uid == literal(principal.org_uid, table.table.c.org_uid.type),
+    clauses = [table.table.c.org_uid == named("B_org", principal.org_uid,
+                                              table.table.c.org_uid.type),
                table.live()]
     if decision.policy is not None:
         clauses.append(decision.policy)
@@ -86,23 +90,58 @@ class Plan:
     def ordering(self, order: str | None) -> Ordering:
         return parse_order(order, table_fields(self.table), self.access.decision.redacted)
 
+    # ---------------------------------------------------------------- shapes (plan.binds)
+
+    def shape_key(self, kind: str, guard: Guard | None, *more: Any) -> tuple[Any, ...] | None:
+        """What decides the SQL of this plan's `kind` statement, besides its named values;
+        None when the plan has no such key (a filter: its values shape its SQL)."""
+        decision = self.access.decision
+        if self.filter != EVERYTHING or decision.key is None:
+            return None
+        return (kind, self.table.name, decision.key, self.access.operator, guard is not None,
+                *more)
+
+    def params(self, guard: Guard | None) -> dict[str, Any]:
+        """The named values every governed statement of this plan binds."""
+        found = {"B_org": self.access.principal.org_uid}
+        if guard is not None:
+            found.update(guard.params())
+        return found
+
     # ---------------------------------------------------------------- reads
+
+    def read_one(self, uid: uuid.UUID, guard: Guard | None) -> Shaped:
+        """The row `uid` if the plan covers it (with the guard's facts)."""
+        return Shaped(self.shape_key("one", guard), {**self.params(guard), "B_uid": uid},
+                      lambda: guarded_select(guard, self.select_one(uid)))
+
+    def read_page(self, page: Page, guard: Guard | None) -> tuple[Shaped, Ordering]:
+        """One page plus one row (to know whether there is a next page), in order."""
+        ordering = self.ordering(page.order)
+        after = decode_cursor(ordering, page.after) if page.after else None
+        params = {**self.params(guard), "B_limit": page.limit + 1}
+        if after is not None:
+            params.update(cursor_params(after))
+        key = self.shape_key("page", guard, ordering.spec,
+                             None if after is None else after[0] is None)
+        order = [(ordering.field.column.name, ordering.descending), ("uid", ordering.descending)]
+        return Shaped(key, params, lambda: guarded_select(
+            guard, self.select_page(page, ordering, after), order)), ordering
 
     def select_one(self, uid: uuid.UUID) -> Any:
         c = self.table.table.c
-        return select(self.table.table).where(and_(c.uid == literal(uid, c.uid.type),
+        return select(self.table.table).where(and_(c.uid == named("B_uid", uid, c.uid.type),
                                                    self.where()))
 
-    def select_page(self, page: Page) -> tuple[Any, Ordering]:
-        """One page plus one row (to know whether there is a next page)."""
-        ordering = self.ordering(page.order)
+    def select_page(self, page: Page, ordering: Ordering,
+                    after: tuple[Any, Any] | None) -> Any:
         uid = self.table.table.c.uid
         where = [self.where()]
-        if page.after:
-            where.append(cursor_clause(ordering, page.after, uid))
-        statement = (select(self.table.table).where(and_(*where))
-                     .order_by(*ordering.order_by(uid)).limit(literal(page.limit + 1)))
-        return statement, ordering
+        if after is not None:
+            where.append(cursor_clause(ordering, after, uid))
+        return (select(self.table.table).where(and_(*where))
+                .order_by(*ordering.order_by(uid))
+                .limit(named("B_limit", page.limit + 1, Integer)))
 
     def select_all(self, order: str | None) -> Any:
         """Every row, in order (CSV export)."""
@@ -124,6 +163,31 @@ class Plan:
         return func.coalesce(
             governed_rows(self.table, read, self.access.principal, self.access.operator), false())
 
+    def write_params(self, uid: uuid.UUID, values: dict[str, Any] | None,
+                     actor: uuid.UUID | None, guard: Guard | None) -> dict[str, Any]:
+        """The named values of a single-row write (`insert`, `write_one`)."""
+        found = {**self.params(guard), "B_uid": uid, "B_app": self.access.principal.app_uid,
+                 "B_actor": actor}
+        found.update({f"B_v_{name}": value for name, value in (values or {}).items()})
+        return found
+
+    def create(self, uid: uuid.UUID, values: dict[str, Any], read: Decision | None,
+               guard: Guard | None, actor: uuid.UUID | None) -> Shaped:
+        """`insert` by shape."""
+        key = None if read is not None and read.key is None else self.shape_key(
+            "insert", guard, read and read.key, tuple(values))
+        return Shaped(key, self.write_params(uid, values, actor, guard),
+                      lambda: self.insert(uid, values, read, guard, actor))
+
+    def change_one(self, uid: uuid.UUID, op: str, values: dict[str, Any] | None,
+                   read: Decision | None, actor: uuid.UUID | None,
+                   guard: Guard | None = None) -> Shaped:
+        """`write_one` by shape."""
+        key = None if read is not None and read.key is None else self.shape_key(
+            "write", guard, op, read and read.key, None if values is None else tuple(values))
+        return Shaped(key, self.write_params(uid, values, actor, guard),
+                      lambda: self.write_one(uid, op, values, read, actor, guard))
+
     def insert(self, uid: uuid.UUID, values: dict[str, Any], read: Decision | None,
                guard: Guard | None, actor: uuid.UUID | None) -> Any:
         """One statement: insert the row, only when it matches the writer's row policy (and the
@@ -131,8 +195,10 @@ class Plan:
         it. No row back (with the guard holding) means the policy refused it."""
         table = self.table.table
         principal = self.access.principal
-        new: dict[str, Any] = {"uid": uid, "org_uid": principal.org_uid, **values}
-        bound = {name: literal(value, table.c[name].type) for name, value in new.items()}
+        bound = {"uid": named("B_uid", uid, table.c.uid.type),
+                 "org_uid": named("B_org", principal.org_uid, table.c.org_uid.type),
+                 **{name: named(f"B_v_{name}", value, table.c[name].type)
+                    for name, value in values.items()}}
         # The policy is judged on the row as it will be, before it exists: columns not given
         # are NULL, timestamps are now().
         now = func.now()
@@ -161,8 +227,9 @@ class Plan:
         principal = self.access.principal
         c = t.changes.c
         columns = ["app_uid", "table_name", "op", "row_uid", "org_uid", "actor_uid"]
-        picked = [literal(principal.app_uid, c.app_uid.type), literal(self.table.name),
-                  literal(op), written.c.uid, written.c.org_uid, literal(actor, c.actor_uid.type)]
+        picked = [named("B_app", principal.app_uid, c.app_uid.type), literal(self.table.name),
+                  literal(op), written.c.uid, written.c.org_uid,
+                  named("B_actor", actor, c.actor_uid.type)]
         if old:
             columns.append("old_row")
             picked.append(written.c._old.op("-")(literal("deleted_at")))
@@ -180,13 +247,13 @@ class Plan:
         only happens when the row as updated still matches the writer's policy: no row back
         (with the guard holding) is a miss for the caller to explain."""
         table = self.table.table
-        match: ColumnElement[bool] = table.c.uid == literal(uid, table.c.uid.type)
+        match: ColumnElement[bool] = table.c.uid == named("B_uid", uid, table.c.uid.type)
         facts = guard.cte() if guard is not None else None
         if guard is not None:
             match = and_(match, guard.holds(facts))
         if values is not None:
             if guard is not None:
-                after: dict[Any, Any] = {table.c[k]: literal(v, table.c[k].type)
+                after: dict[Any, Any] = {table.c[k]: named(f"B_v_{k}", v, table.c[k].type)
                                          for k, v in values.items()}
                 after[table.c.updated_at] = func.clock_timestamp()
                 match = and_(match, _substituted(self.policy_holds(), after))
@@ -210,7 +277,7 @@ class Plan:
         table = self.table.table
         where = self.where() if extra is None else and_(extra, self.where())
         return table.update().where(where).values(
-            **{k: literal(v, table.c[k].type) for k, v in values.items()},
+            **{k: named(f"B_v_{k}", v, table.c[k].type) for k, v in values.items()},
             updated_at=func.clock_timestamp())
 
     def delete(self, extra: ColumnElement[bool] | None = None) -> Any:

@@ -1,10 +1,12 @@
 """Running plans: SQLAlchemy builds a statement, it is compiled to PostgreSQL text once per shape,
 and asyncpg runs it as a prepared statement on a pooled connection.
 
-Compiled forms are kept per (app, catalog version, SQLAlchemy cache key): SQLAlchemy's cache key
-captures the statement's shape and extracts its bound values, so a repeat request pays for
-building the statement and its key, never for compiling it. asyncpg keeps each connection's
-prepared statements, so a repeat statement is one round trip.
+The request path's statements come as `Shaped` (plan.binds): their SQL text is kept per (app,
+catalog version, shape key), so a repeat request builds no statement at all, it fills the named
+slots. Other statements are kept per SQLAlchemy cache key, which captures a statement's shape
+and extracts its bound values: a repeat pays for building the statement and its key, never for
+compiling it. asyncpg keeps each connection's prepared statements, so a repeat statement is one
+round trip.
 
 The pool's connections run in autocommit: a single statement is its own transaction, so a read
 or a write (its change-log row rides in the same statement) costs one round trip, with no
@@ -30,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.db.errors import translate
 from authoric.errors import InternalError
+from authoric.plan.binds import PREFIX, Shaped
 
 log = logging.getLogger("authoric")
 
@@ -57,6 +60,12 @@ class _Compiled:
     compiled: Any
 
 
+@dataclass(frozen=True)
+class _Template:
+    sql: str
+    slots: tuple[tuple[str | None, Any], ...]  # per position: a param name, or None and a constant
+
+
 class StatementCache:
     """Compiled SQL text per statement shape, bounded (least recently used goes first)."""
 
@@ -68,8 +77,15 @@ class StatementCache:
         # short, so a longer allowance changes nothing else.
         self.dialect.label_length = 127
         self._entries: OrderedDict[Any, _Compiled] = OrderedDict()
+        self._templates: OrderedDict[Any, _Template] = OrderedDict()
 
     def sql_and_args(self, scope: Any, statement: Any) -> tuple[str, list[Any]]:
+        """The SQL text and positional arguments of `statement` (a `Shaped` or a SQLAlchemy
+        statement) in `scope` (app, catalog version)."""
+        if isinstance(statement, Shaped):
+            if statement.key is None:
+                return self.sql_and_args(scope, statement.build())
+            return self._filled(scope, statement)
         key = statement._generate_cache_key()
         full = (scope, key.key)
         entry = self._entries.get(full)
@@ -85,6 +101,37 @@ class StatementCache:
         params = entry.compiled.construct_params(extracted_parameters=key.bindparams,
                                                  escape_names=False)
         return entry.sql, [params[name] for name in entry.names]
+
+    def _filled(self, scope: Any, shaped: Shaped) -> tuple[str, list[Any]]:
+        full = (scope, shaped.key)
+        template = self._templates.get(full)
+        if template is None:
+            template = self._templates[full] = self._template(shaped)
+            if len(self._templates) > MAX_COMPILED:
+                self._templates.popitem(last=False)
+        else:
+            self._templates.move_to_end(full)
+        params = shaped.params
+        return template.sql, [params[name] if name is not None else constant
+                              for name, constant in template.slots]
+
+    def _template(self, shaped: Shaped) -> _Template:
+        """Compile the statement once and tell its named slots from its constants, checking
+        that the plan bound exactly the values it named."""
+        compiled = shaped.build().compile(dialect=self.dialect)
+        values = compiled.construct_params(escape_names=False)
+        slots: list[tuple[str | None, Any]] = []
+        for position in compiled.positiontup or ():
+            name = compiled.binds[position]._orig_key
+            if name in shaped.params:
+                if values[position] != shaped.params[name]:
+                    raise InternalError(f"statement binds {name} to another value than its plan")
+                slots.append((name, None))
+            elif str(name).startswith(PREFIX):
+                raise InternalError(f"statement binds {name}, which its plan does not name")
+            else:
+                slots.append((None, values[position]))
+        return _Template(compiled.string, tuple(slots))
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
@@ -161,6 +208,8 @@ class ConnectionExecutor:
 
     async def fetch(self, statement: Any, *, retry: bool = False) -> Sequence[Mapping[str, Any]]:
         count_round_trip()
+        if isinstance(statement, Shaped):
+            statement = statement.build()
         rows: Any = (await self.conn.execute(statement)).mappings().all()
         return rows
 

@@ -19,6 +19,7 @@ source of truth for grants) is asked once per role set and version, not on every
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,9 @@ class Decision:
     policy: ColumnElement[bool] | None  # None: no row policy restricts this principal
     redacted: frozenset[str]
     roles: tuple[str, ...]
+    # What this decision was computed from, in one version of the app: equal keys mean an
+    # equal decision (plan.binds keys statements by it). None on a draft (a policy preview).
+    key: Hashable | None = None
 
 
 MAX_CACHED = 10_000  # decisions kept per snapshot; a bound, not a working-set estimate
@@ -57,7 +61,7 @@ def decide(snapshot: AppSnapshot, principal: Principal, compiled: CompiledTable,
     if principal.acting_as_app:
         # The app itself (server-side SDK): every action, no row policy, nothing redacted,
         # but still only inside the one org it was opened for.
-        return Decision(action, True, None, frozenset(), ())
+        return Decision(action, True, None, frozenset(), (), ("app", action))
     cache = snapshot.decisions
     used = cache.get(("attributes", compiled.name))
     if used is None:
@@ -70,7 +74,8 @@ def decide(snapshot: AppSnapshot, principal: Principal, compiled: CompiledTable,
         if len(cache) > MAX_CACHED:
             cache.clear()
         try:
-            found = _decide(snapshot, principal, compiled, action)
+            found = _decide(snapshot, principal, compiled, action,
+                            None if snapshot.draft else key)
         except PolicyBroken as exc:
             found = exc
         cache[key] = found
@@ -80,15 +85,15 @@ def decide(snapshot: AppSnapshot, principal: Principal, compiled: CompiledTable,
 
 
 def _decide(snapshot: AppSnapshot, principal: Principal, compiled: CompiledTable,
-            action: str) -> Decision:
+            action: str, key: Hashable | None) -> Decision:
     roles = granting_roles(snapshot.enforcer, principal.roles, compiled.name, action)
     readers = roles if action == "read" else granting_roles(
         snapshot.enforcer, principal.roles, compiled.name, "read")
     redacted = _redacted(snapshot, compiled, readers)
     if not roles:
-        return Decision(action, False, None, redacted, ())
+        return Decision(action, False, None, redacted, (), key)
     return Decision(action, True, _policy(snapshot, principal, compiled, roles), redacted,
-                    tuple(roles))
+                    tuple(roles), key)
 
 
 def _policy(snapshot: AppSnapshot, principal: Principal, compiled: CompiledTable,

@@ -9,7 +9,6 @@ from typing import Any
 from authoric.errors import NotFound
 from authoric.plan.access import Access
 from authoric.plan.filters import EVERYTHING, Node
-from authoric.plan.guard import guarded_select
 from authoric.plan.listing import encode_cursor
 from authoric.plan.plan import Page, Plan
 from authoric.plan.runner import Executor
@@ -24,8 +23,7 @@ def parse_uid(raw: str) -> uuid.UUID:
 
 
 async def read_one(ex: Executor, access: Access, uid: uuid.UUID) -> dict[str, Any]:
-    statement = guarded_select(ex.guard, Plan(access).select_one(uid))
-    rows = await ex.fetch(statement, retry=True)
+    rows = await ex.fetch(Plan(access).read_one(uid, ex.guard), retry=True)
     if ex.guard is not None:
         rows = ex.guard.check(rows)
     if not rows:
@@ -36,9 +34,8 @@ async def read_one(ex: Executor, access: Access, uid: uuid.UUID) -> dict[str, An
 async def list_page(ex: Executor, access: Access, filter_tree: Node = EVERYTHING,
                     page: Page | None = None) -> dict[str, Any]:
     page = page or Page()
-    inner, ordering = Plan(access, filter_tree).select_page(page)
-    order = [(ordering.field.column.name, ordering.descending), ("uid", ordering.descending)]
-    rows = await ex.fetch(guarded_select(ex.guard, inner, order), retry=True)
+    statement, ordering = Plan(access, filter_tree).read_page(page, ex.guard)
+    rows = await ex.fetch(statement, retry=True)
     if ex.guard is not None:
         rows = ex.guard.check(rows)
     shown = rows[:page.limit]

@@ -43,8 +43,8 @@ async def write_at_once(ex: Executor, access: Access, uid: uuid.UUID,
     principal = access.principal
     read = reader(access.snapshot, principal, access.table) if values is not None else None
     op = UPDATE if values is not None else DELETE
-    rows = await ex.fetch(Plan(access).write_one(uid, op, values, read, principal.user_uid,
-                                                 ex.guard))
+    rows = await ex.fetch(Plan(access).change_one(uid, op, values, read, principal.user_uid,
+                                                  ex.guard))
     if ex.guard is not None:
         rows = ex.guard.check(rows)
     if not rows:
@@ -57,7 +57,7 @@ async def create_row(ex: Executor, access: Access, values: dict[str, Any]) -> di
     await require_live_targets(ex, access, values)
     uid = uuid7()
     read = reader(access.snapshot, principal, table)
-    statement = Plan(access).insert(uid, values, read, ex.guard, principal.user_uid)
+    statement = Plan(access).create(uid, values, read, ex.guard, principal.user_uid)
     rows = await ex.fetch(statement)
     if ex.guard is not None:
         rows = ex.guard.check(rows)
@@ -70,8 +70,8 @@ async def update_row(ex: Executor, access: Access, uid: uuid.UUID,
                      values: dict[str, Any]) -> dict[str, Any]:
     await require_live_targets(ex, access, values)
     read = reader(access.snapshot, access.principal, access.table)
-    rows = await ex.fetch(Plan(access).write_one(uid, UPDATE, values, read,
-                                                 access.principal.user_uid))
+    rows = await ex.fetch(Plan(access).change_one(uid, UPDATE, values, read,
+                                                  access.principal.user_uid))
     if not rows:
         await _explain_miss(ex, access, uid)
     row = rows[0]
@@ -88,8 +88,8 @@ async def delete_row(ex: Executor, access: Access, uid: uuid.UUID) -> None:
         doomed = select(c.uid).where(and_(c.uid == literal(uid, c.uid.type),
                                           Plan(access).where()))
         await refuse_if_referenced(ex, access, doomed)
-    rows = await ex.fetch(Plan(access).write_one(uid, DELETE, None, None,
-                                                 access.principal.user_uid))
+    rows = await ex.fetch(Plan(access).change_one(uid, DELETE, None, None,
+                                                  access.principal.user_uid))
     if not rows:
         await _explain_miss(ex, access, uid)
 
