@@ -19,7 +19,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from bench.harness import database, process_tree, running_server
+from bench.harness import database, process_tree, running_server, tree_cpu_seconds
 from bench.peers import wrk
 from bench.peers.systems import ROUTES, authoric_target
 
@@ -96,14 +96,19 @@ def main(argv: list[str] | None = None) -> None:
             collapsed = work / "stacks.txt"
             spy = record(pid, args.seconds, collapsed, "raw")
             svg = record(pid, args.seconds, args.svg, "flamegraph") if args.svg else None
-            load = threading.Thread(target=wrk.run, args=(
-                target, args.route, args.concurrency, args.seconds + 1, 1, work / "load.lua"))
+            runs: list[wrk.Run] = []
+            cpu_before = tree_cpu_seconds(server.pid)
+            load = threading.Thread(target=lambda: runs.append(wrk.run(
+                target, args.route, args.concurrency, args.seconds + 1, 1, work / "load.lua")))
             load.start()
             spy.wait()
             if svg:
                 svg.wait()
             load.join()
-            print(f"route {args.route}, concurrency {args.concurrency}, worker pid {pid}")
+            cpu = tree_cpu_seconds(server.pid) - cpu_before
+            print(f"route {args.route}, concurrency {args.concurrency}, worker pid {pid}: "
+                  f"{runs[0].rps:.0f} req/s, server {1000 * cpu / runs[0].requests:.2f} ms CPU "
+                  "per request (PostgreSQL not included; py-spy running)")
             print(summarize(collapsed, args.top))
 
 

@@ -91,15 +91,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AdminAudit)
     app.add_middleware(Observe, metrics=counted)
     app.add_middleware(AppCors, origins_of=app_origins)  # outermost: 413s get CORS headers too
+    # Routes are matched in order, one pattern after another: the table routes, the ones a
+    # request mostly takes, come first. Streams precede them (`.../subscribe` is not a row uid).
+    app.include_router(subscribe.router)
+    app.include_router(autocrud.router)
     app.include_router(health.router)
     app.include_router(metrics.router)
-    app.include_router(subscribe.router)  # before admin: `.../rows/subscribe` is not a row uid
     app.include_router(admin.router)
     app.include_router(console.router)
     app.include_router(console_static.router)
     app.include_router(openapi.router)
     app.include_router(sessions.router)
-    app.include_router(autocrud.router)
     return app
 
 

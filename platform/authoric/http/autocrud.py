@@ -18,6 +18,7 @@ from fastapi.responses import StreamingResponse
 
 from authoric.errors import BadRequest, UnsupportedMediaType
 from authoric.http.context import parse_json_body, services
+from authoric.http.lean import LeanRoute
 from authoric.plan.access import Access
 from authoric.plan.filters import EVERYTHING, Node, parse_filter, query_string_filter
 from authoric.plan.listing import parse_limit
@@ -26,7 +27,7 @@ from authoric.plan.runner import ConnectionExecutor, Executor
 from authoric.records import bulk, csv_export, csv_import, reads, writes
 from authoric.records.values import bulk_set_values, column_values
 
-router = APIRouter(tags=["autocrud"])
+router = APIRouter(tags=["autocrud"], route_class=LeanRoute)
 RESERVED_PARAMS = frozenset({"order", "limit", "after", "filter", "lastEventId"})
 
 

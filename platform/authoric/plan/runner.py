@@ -148,9 +148,16 @@ def _dumps(value: Any) -> str:
 async def open_pool(dsn: str, size: int, server_settings: Mapping[str, str]) -> asyncpg.Pool:
     """The request path's pool: autocommit connections with the server-wide settings."""
     pool: asyncpg.Pool = await asyncpg.create_pool(
-        dsn, min_size=1, max_size=size, init=_init_connection,
+        dsn, min_size=1, max_size=size, init=_init_connection, reset=_keep_session,
         server_settings=dict(server_settings), statement_cache_size=512)
     return pool
+
+
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """What a connection needs before it goes back to the pool: nothing. asyncpg's default
+    (`pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL`) is a second round trip per
+    request, and these connections never take a lock, open a cursor, LISTEN or SET. asyncpg
+    still rolls back a transaction left open before calling this."""
 
 
 class Executor(Protocol):
