@@ -9,8 +9,10 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
+import hypothesis
 import jsonschema_rs
 import pytest
+from hypothesis import strategies as st
 from sqlalchemy import MetaData
 
 from authoric.catalog import types
@@ -27,6 +29,7 @@ from authoric.catalog.types import (
     parse_json,
     parse_text,
     render,
+    rfc3339,
 )
 from authoric.records.csv_fast import cell_cast
 
@@ -233,3 +236,11 @@ def test_a_type_added_to_the_registry_is_taken_by_tables_rows_documents_and_csv(
     assert cell_cast(definition.columns[0]) == "replace(s.\"amount\", '.', '')::bigint"
     with pytest.raises(BadValue):
         parse_text("cents", "12.5")
+
+
+@hypothesis.given(st.datetimes(timezones=st.sampled_from([dt.UTC, dt.timezone(dt.timedelta(hours=-7)),
+                                                dt.timezone(dt.timedelta(hours=5, minutes=30))]),
+                    min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30)))
+def test_a_timestamp_renders_as_rfc3339_in_utc_with_z_exactly_as_isoformat_would(
+        t: dt.datetime) -> None:
+    assert rfc3339(t) == t.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")

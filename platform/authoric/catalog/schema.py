@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from sqlalchemy import (
@@ -27,7 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import UUID
 
 from authoric.catalog.model import ColumnDef, TableDef
-from authoric.catalog.types import column_type, render, rfc3339, sql_type
+from authoric.catalog.types import column_type, rfc3339, sql_type
 
 SYSTEM_COLUMNS = ("uid", "org_uid", "created_at", "updated_at", "deleted_at")
 # Names a row shows for the platform's own columns, and which physical column each is.
@@ -74,15 +76,26 @@ class CompiledTable:
             return self.table.c.deleted_at.is_(None)
         return self.table.c.uid.isnot(None)
 
+    @cached_property
+    def renderers(self) -> tuple[tuple[str, str, Callable[[Any], Any]], ...]:
+        """Per owner column: its row key, its physical name and its type's renderer."""
+        return tuple((field_name(c), c.name, column_type(c.type).render)
+                     for c in self.definition.columns)
+
+    @cached_property
+    def memo(self) -> dict[str, Any]:
+        """What other modules derive from this table once (plan.fields), kept with it."""
+        return {}
+
     def row_json(self, mapping: Any, redacted: frozenset[str] = frozenset()) -> dict[str, Any]:
         """The contract's row shape for a database row, with `redacted` columns masked."""
         out: dict[str, Any] = {"uid": str(mapping["uid"])}
-        for column in self.definition.columns:
-            key = field_name(column)
-            if column.name in redacted:
+        for key, name, render_value in self.renderers:
+            if name in redacted:
                 out[key] = "[redacted]"
             else:
-                out[key] = render(column.type, mapping[column.name])
+                value = mapping[name]
+                out[key] = None if value is None else render_value(value)
         out["createdAt"] = rfc3339(mapping["created_at"])
         out["updatedAt"] = rfc3339(mapping["updated_at"])
         return out

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import orjson
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 
@@ -67,8 +68,13 @@ def wants_csv(request: Request) -> bool:
 
 def answer(body: Any, status: int = 200) -> Response:
     """A JSON response encoded once, without FastAPI's generic encoder walking the rows."""
-    return Response(json.dumps(body, separators=(",", ":")).encode(), status,
-                    media_type="application/json")
+    try:
+        encoded = orjson.dumps(body)
+    except orjson.JSONEncodeError:
+        # A json column may hold what orjson refuses (an integer past 64 bits): the standard
+        # encoder writes every value json.loads accepted.
+        encoded = json.dumps(body, separators=(",", ":")).encode()
+    return Response(encoded, status, media_type="application/json")
 
 
 @router.get("/{app}/autocrud/{table}", response_model=None)

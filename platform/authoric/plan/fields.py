@@ -19,7 +19,15 @@ class FieldRef:
 
 
 def table_fields(compiled: CompiledTable) -> dict[str, FieldRef]:
-    """Every name a filter may use: platform fields, row keys, and reference column names."""
+    """Every name a filter may use: platform fields, row keys, and reference column names
+    (worked out once per compiled table)."""
+    found: dict[str, FieldRef] | None = compiled.memo.get("fields")
+    if found is None:
+        found = compiled.memo["fields"] = _fields(compiled)
+    return found
+
+
+def _fields(compiled: CompiledTable) -> dict[str, FieldRef]:
     c = compiled.table.c
     fields = {
         "uid": FieldRef("uid", c.uid, "uuid", None),

@@ -11,6 +11,7 @@ import uuid
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+import orjson
 from sqlalchemy import types as sa
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.types import TypeEngine
@@ -35,7 +36,11 @@ ISO_TIMESTAMP_WITH_OFFSET = r"^\s*\d{4}-\d{2}-\d{2}[Tt ].*([Zz]|[+-]\d{2}(:?\d{2
 
 def rfc3339(t: dt.datetime) -> str:
     """A timestamp as rows show it: UTC, `Z` suffix."""
-    return t.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+    if t.tzinfo is not dt.UTC:
+        t = t.astimezone(dt.UTC)
+    # orjson writes RFC 3339 as isoformat() does (microseconds only when there are some), in
+    # a quarter of the time; a page of rows renders dozens of timestamps.
+    return orjson.dumps(t, option=orjson.OPT_UTC_Z)[1:-1].decode()
 
 
 def _sql_words(words: tuple[str, ...]) -> str:
