@@ -80,8 +80,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await engine.dispose()
             counted.process_ended()
 
+    # FastAPI's own OpenTelemetry hooks are off: Authoric has its metrics and logs
+    # (observability/), and asking OpenTelemetry for providers read the environment on every
+    # request.
     app = FastAPI(title="Authoric platform API", version="0.1.0", lifespan=lifespan,
-                  docs_url="/docs", redoc_url=None)
+                  docs_url="/docs", redoc_url=None,
+                  telemetry={"tracing": False, "metrics": False, "logs": False,
+                             "operation_spans": False})
     app.state.metrics = counted
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes,
