@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -69,9 +70,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         gc.freeze()
         sequencer.start()
         relay.start()
+        sampler = asyncio.create_task(counted.sample_request_pool(pool))
         try:
             yield
         finally:
+            sampler.cancel()
             # By now uvicorn has stopped accepting, streams have ended (sse-starlette sees the
             # shutdown) and in-flight requests have finished or the grace period is over.
             await relay.stop()
