@@ -62,10 +62,19 @@ def record(pid: int, seconds: int, out: Path, fmt: str) -> subprocess.Popen[byte
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def package_of(frame: str) -> str:
+    """`name (pkg/module.py)` → `pkg`; the standard library's modules count as `python`."""
+    path = frame.rpartition(" (")[2].rstrip(")")
+    head = path.split("/")[0]
+    return head if "/" in path and not head.startswith("<") else "python (stdlib)"
+
+
 def summarize(collapsed: Path, top: int) -> str:
-    """Own and inclusive sample shares per function, from py-spy's collapsed stacks."""
+    """Own and inclusive sample shares per function, and own time per package, from py-spy's
+    collapsed stacks."""
     own: collections.Counter[str] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
+    packages: collections.Counter[str] = collections.Counter()
     total = 0
     for line in collapsed.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
@@ -74,9 +83,12 @@ def summarize(collapsed: Path, top: int) -> str:
                   if " (" in f else f for f in stack.split(";")]
         total += n
         own[frames[-1]] += n
+        packages[package_of(frames[-1])] += n
         for frame in set(frames):
             inclusive[frame] += n
-    lines = [f"{total} samples", "", "own time:"]
+    lines = [f"{total} samples", "", "own time by package:"]
+    lines += [f"  {100 * n / total:5.1f}%  {name}" for name, n in packages.most_common()]
+    lines += ["", "own time:"]
     lines += [f"  {100 * n / total:5.1f}%  {name}" for name, n in own.most_common(top)]
     lines += ["", "including callees:"]
     lines += [f"  {100 * n / total:5.1f}%  {name}" for name, n in inclusive.most_common(top)]
