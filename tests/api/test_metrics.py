@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import http.client
 import re
 import socket
@@ -19,7 +20,7 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.scenario import AppWorld, expect
+from tests.scenario import AppWorld, Caller, expect
 from tests.servers import ServerProcess, start_server
 from tests.sse import SSEClient, parse
 
@@ -52,6 +53,29 @@ def wait_for(probe: Any, timeout: float = WIDE) -> Any:
         if result or time.monotonic() > deadline:
             return result
         time.sleep(0.2)
+
+
+def scrape_until(server: ServerProcess, check: Any) -> dict[str, float] | None:
+    """The first scrape whose figures pass `check`, within WIDE seconds (None otherwise)."""
+    found: dict[str, float] | None = wait_for(
+        lambda: (lambda figures: figures if check(figures) else None)(scrape(server)))
+    return found
+
+
+@contextlib.contextmanager
+def clerk_on_own_server(database_url: str, tmp_path: Path,
+                        **env: str) -> Iterator[tuple[ServerProcess, AppWorld, Caller]]:
+    """A server of its own (with `env`), an app with a `notes` table, and a member of org A
+    holding every permission on it."""
+    server = start_server(database_url, tmp_path, **env)
+    try:
+        with httpx.Client(base_url=server.url, timeout=120) as admin:
+            world = AppWorld.create(server, admin)
+            world.table("notes", [{"name": "body", "type": "text"}])
+            world.role("clerk", ["notes:*"])
+            yield server, world, world.caller(world.org("A"), ["clerk"])
+    finally:
+        server.stop()
 
 
 @pytest.fixture
@@ -170,77 +194,60 @@ def read_to_end(response: http.client.HTTPResponse, timeout: float = WIDE) -> by
 
 def test_a_subscriber_that_stops_reading_is_dropped_counted_as_overflow_and_resumes_losing_nothing(
         database_url: str, tmp_path: Path) -> None:
-    server = start_server(database_url, tmp_path, AUTHORIC_SSE_QUEUE_SIZE="2")
-    try:
-        with httpx.Client(base_url=server.url, timeout=60) as admin:
-            world = AppWorld.create(server, admin)
-            world.table("notes", [{"name": "body", "type": "text"}])
-            world.role("clerk", ["notes:*"])
-            member = world.caller(world.org("A"), ["clerk"])
-            address = httpx.URL(server.url)
-            stalled = SmallWindow(address.host, address.port, timeout=WIDE)
-            stalled.request("GET", f"{world.rows('notes')}/subscribe", headers={
-                "Authorization": f"Bearer {member.token}", "Accept": "text/event-stream"})
-            response = stalled.getresponse()
-            assert response.status == 200
-            # 40 rows of 200 KB: far more than the socket buffers and a queue of 2 hold.
-            uids = [expect(member.post(world.rows("notes"), json={"body": f"{n:03d}" * 70_000}),
-                           201)["uid"] for n in range(40)]
-            frames = parse(read_to_end(response).decode())
-            stalled.close()
-            delivered = [f.row_uid for f in frames if f.is_change]
-            assert len(delivered) < len(uids) and delivered == uids[:len(delivered)]
-            figures = wait_for(lambda: (lambda f: f if f["authoric_sse_streams_open"] == 0
-                                        else None)(scrape(server)))
-            assert figures['authoric_sse_streams_closed_by_server_total{reason="overflow"}'] == 1
-            # Resuming from the last frame it got, the client receives every row it missed.
-            last = max(f.pos for f in frames if f.id is not None)
-            with SSEClient(server.url, f"{world.rows('notes')}/subscribe", member.token,
-                           last_event_id=last) as resumed:
-                for uid in uids[len(delivered):]:
-                    resumed.wait_for_change(uid, "insert", WIDE)
-    finally:
-        server.stop()
+    with clerk_on_own_server(database_url, tmp_path,
+                             AUTHORIC_SSE_QUEUE_SIZE="2") as (server, world, member):
+        address = httpx.URL(server.url)
+        stalled = SmallWindow(address.host, address.port, timeout=WIDE)
+        stalled.request("GET", f"{world.rows('notes')}/subscribe", headers={
+            "Authorization": f"Bearer {member.token}", "Accept": "text/event-stream"})
+        response = stalled.getresponse()
+        assert response.status == 200
+        # 40 rows of 200 KB: far more than the socket buffers and a queue of 2 hold.
+        uids = [expect(member.post(world.rows("notes"), json={"body": f"{n:03d}" * 70_000}),
+                       201)["uid"] for n in range(40)]
+        frames = parse(read_to_end(response).decode())
+        stalled.close()
+        delivered = [f.row_uid for f in frames if f.is_change]
+        assert len(delivered) < len(uids) and delivered == uids[:len(delivered)]
+        figures = scrape_until(server, lambda f: f["authoric_sse_streams_open"] == 0)
+        assert figures is not None
+        assert figures['authoric_sse_streams_closed_by_server_total{reason="overflow"}'] == 1
+        # Resuming from the last frame it got, the client receives every row it missed.
+        last = max(f.pos for f in frames if f.id is not None)
+        with SSEClient(server.url, f"{world.rows('notes')}/subscribe", member.token,
+                       last_event_id=last) as resumed:
+            for uid in uids[len(delivered):]:
+                resumed.wait_for_change(uid, "insert", WIDE)
 
 
 def test_requests_held_up_by_a_row_lock_show_in_the_request_pool_gauges(
         database_url: str, tmp_path: Path) -> None:
-    server = start_server(database_url, tmp_path, AUTHORIC_DB_POOL_SIZE="1",
-                          AUTHORIC_STATEMENT_TIMEOUT_MS="600000")
-    try:
-        with httpx.Client(base_url=server.url, timeout=120) as admin:
-            world = AppWorld.create(server, admin)
-            world.table("notes", [{"name": "body", "type": "text"}])
-            world.role("clerk", ["notes:*"])
-            member = world.caller(world.org("A"), ["clerk"])
-            row = expect(member.post(world.rows("notes"), json={"body": "x"}), 201)
-            app_uid = uuid.UUID(expect(world.admin.get(f"/admin/apps/{world.name}"), 200)["uid"])
-            assert scrape(server)["authoric_db_request_pool_size"] >= 1
+    with clerk_on_own_server(database_url, tmp_path, AUTHORIC_DB_POOL_SIZE="1",
+                             AUTHORIC_STATEMENT_TIMEOUT_MS="600000") as (server, world, member):
+        row = expect(member.post(world.rows("notes"), json={"body": "x"}), 201)
+        app_uid = uuid.UUID(expect(world.admin.get(f"/admin/apps/{world.name}"), 200)["uid"])
+        assert scrape(server)["authoric_db_request_pool_size"] >= 1
+        senders = concurrent.futures.ThreadPoolExecutor(2)
 
-            async def hold_lock_while(check: Any) -> Any:
-                conn = await asyncpg.connect(database_url)
-                try:
-                    async with conn.transaction():
-                        await conn.execute(f'SELECT 1 FROM "app_{app_uid.hex}".notes '
-                                           "WHERE uid = $1 FOR UPDATE", uuid.UUID(row["uid"]))
-                        return await asyncio.to_thread(check)
-                finally:
-                    await conn.close()
+        def two_blocked_updates() -> tuple[Any, list[Any]]:
+            updates = [senders.submit(member.patch, f"{world.rows('notes')}/{row['uid']}",
+                                      json={"body": f"v{n}"}) for n in range(2)]
+            held = scrape_until(server, lambda f: f["authoric_db_request_pool_in_use"] == 1
+                                and f["authoric_db_request_pool_waiting"] == 1)
+            return held, updates
 
-            senders = concurrent.futures.ThreadPoolExecutor(2)
+        async def hold_lock_while(check: Any) -> Any:
+            conn = await asyncpg.connect(database_url)
+            try:
+                async with conn.transaction():
+                    await conn.execute(f'SELECT 1 FROM "app_{app_uid.hex}".notes '
+                                       "WHERE uid = $1 FOR UPDATE", uuid.UUID(row["uid"]))
+                    return await asyncio.to_thread(check)
+            finally:
+                await conn.close()
 
-            def two_blocked_updates() -> tuple[Any, list[Any]]:
-                updates = [senders.submit(member.patch, f"{world.rows('notes')}/{row['uid']}",
-                                          json={"body": f"v{n}"}) for n in range(2)]
-                held = wait_for(lambda: (lambda f: f if f["authoric_db_request_pool_in_use"] == 1
-                                         and f["authoric_db_request_pool_waiting"] == 1
-                                         else None)(scrape(server)))
-                return held, updates
-
-            held, updates = asyncio.run(hold_lock_while(two_blocked_updates))
-            assert held, "one update should hold the pool's connection and one wait for it"
-            assert [u.result(WIDE).status_code for u in updates] == [200, 200]
-            senders.shutdown()
-            assert wait_for(lambda: scrape(server)["authoric_db_request_pool_in_use"] == 0)
-    finally:
-        server.stop()
+        held, updates = asyncio.run(hold_lock_while(two_blocked_updates))
+        assert held, "one update should hold the pool's connection and one wait for it"
+        assert [u.result(WIDE).status_code for u in updates] == [200, 200]
+        senders.shutdown()
+        assert scrape_until(server, lambda f: f["authoric_db_request_pool_in_use"] == 0)

@@ -137,3 +137,12 @@ def test_another_catalog_version_compiles_its_own_statement() -> None:
     assert len(cache._templates) == 2
 
 
+
+
+def test_a_json_value_holding_nan_compiles_its_template_instead_of_failing_the_equality_check() -> None:
+    table = snapshot().table("invoices").table
+    value = {"x": float("nan")}
+    shaped = Shaped(("nan",), {"B_v_number": value}, lambda: select(table).where(
+        table.c.number == named("B_v_number", value, table.c.number.type)))
+    _, args = StatementCache().sql_and_args(SCOPE, shaped)
+    assert args == [value]

@@ -92,14 +92,18 @@ class Plan:
 
     # ---------------------------------------------------------------- shapes (plan.binds)
 
-    def shape_key(self, kind: str, guard: Guard | None, *more: Any) -> tuple[Any, ...] | None:
+    def shape_key(self, kind: str, guard: Guard | None, *more: Any,
+                  read: Decision | None = None) -> tuple[Any, ...] | None:
         """What decides the SQL of this plan's `kind` statement, besides its named values;
-        None when the plan has no such key (a filter: its values shape its SQL)."""
+        None when the plan has no such key (a filter: its values shape its SQL; a decision,
+        or the writer's `read` decision, made on a draft role)."""
         decision = self.access.decision
         if self.filter != EVERYTHING or decision.key is None:
             return None
-        return (kind, self.table.name, decision.key, self.access.operator, guard is not None,
-                *more)
+        if read is not None and read.key is None:
+            return None
+        return (kind, self.table.name, decision.key, read and read.key, self.access.operator,
+                guard is not None, *more)
 
     def params(self, guard: Guard | None) -> dict[str, Any]:
         """The named values every governed statement of this plan binds."""
@@ -174,8 +178,7 @@ class Plan:
     def create(self, uid: uuid.UUID, values: dict[str, Any], read: Decision | None,
                guard: Guard | None, actor: uuid.UUID | None) -> Shaped:
         """`insert` by shape."""
-        key = None if read is not None and read.key is None else self.shape_key(
-            "insert", guard, read and read.key, tuple(values))
+        key = self.shape_key("insert", guard, tuple(values), read=read)
         return Shaped(key, self.write_params(uid, values, actor, guard),
                       lambda: self.insert(uid, values, read, guard, actor))
 
@@ -183,8 +186,8 @@ class Plan:
                    read: Decision | None, actor: uuid.UUID | None,
                    guard: Guard | None = None) -> Shaped:
         """`write_one` by shape."""
-        key = None if read is not None and read.key is None else self.shape_key(
-            "write", guard, op, read and read.key, None if values is None else tuple(values))
+        key = self.shape_key("write", guard, op, None if values is None else tuple(values),
+                             read=read)
         return Shaped(key, self.write_params(uid, values, actor, guard),
                       lambda: self.write_one(uid, op, values, read, actor, guard))
 

@@ -124,7 +124,9 @@ class StatementCache:
         for position in compiled.positiontup or ():
             name = compiled.binds[position]._orig_key
             if name in shaped.params:
-                if values[position] != shaped.params[name]:
+                given, bound = shaped.params[name], values[position]
+                # Identity first: a NaN inside a json value is the same object, never equal.
+                if bound is not given and bound != given:
                     raise InternalError(f"statement binds {name} to another value than its plan")
                 slots.append((name, None))
             elif str(name).startswith(PREFIX):
