@@ -102,8 +102,11 @@ class Sequencer(DedicatedWorker):
 
     async def _woken(self, timeout: float) -> bool:
         """Wait for a nudge (True) or `timeout` seconds (False)."""
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation that
+        # arrives as the nudge does, and the sequencer would outlive shutdown.
         try:
-            await asyncio.wait_for(self.wake.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self.wake.wait()
         except TimeoutError:
             return False
         return True

@@ -31,10 +31,14 @@ class DedicatedWorker:
         self._task = asyncio.create_task(self._run(), name=self.app_name)
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+        """Cancel the worker and wait until it has ended. Cancelled again for as long as it
+        runs: a library call that swallows one cancellation must not keep shutdown waiting."""
+        task = self._task
+        while task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=1.0)
+        if task is not None and not task.cancelled():
+            task.exception()  # retrieved: a worker that died is not reported again at exit
 
     async def session(self, conn: asyncpg.Connection) -> None:
         raise NotImplementedError

@@ -62,5 +62,7 @@ class Relay(DedicatedWorker):
             if conn.is_closed():
                 raise asyncpg.InterfaceError("listener connection closed")
             self._wake.clear()
+            # asyncio.timeout: wait_for (3.11) can swallow a cancel that meets a NOTIFY.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), SAFETY_POLL)
+                async with asyncio.timeout(SAFETY_POLL):
+                    await self._wake.wait()

@@ -148,7 +148,10 @@ class Stream:
                 yield PING
                 next_ping = now + ping_every
             try:
-                item = await asyncio.wait_for(queue.get(), min(next_ping, expires) - now)
+                # asyncio.timeout: wait_for (3.11) can swallow a cancel (a disconnect, a
+                # shutdown) that meets a delivery, and the stream would outlive its client.
+                async with asyncio.timeout(min(next_ping, expires) - now):
+                    item = await queue.get()
             except TimeoutError:
                 continue
             # Send everything already queued in one write, not one write per frame.
