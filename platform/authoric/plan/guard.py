@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, Text, and_, select, true
+from sqlalchemy import BigInteger, Text, and_, case, select, true
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -84,13 +84,25 @@ class Guard:
         if not rows:
             raise StaleFacts(None)
         first = rows[0]
+        if first["uid"] is not None:
+            # A row only comes back where the guard held (it is part of every statement's
+            # condition); its facts columns are NULL (`facts_where_no_row`).
+            self.held = True
+            return list(rows)
         roles = first["_roles"]
         current = Facts(int(first["_version"]), str(first["_app_name"]),
                         None if roles is None else tuple(roles), first["_email"])
         if current != self.expected:
             raise StaleFacts(current)
         self.held = True
-        return [r for r in rows if r["uid"] is not None]
+        return []
+
+
+def facts_where_no_row(facts: Any, uid: Any) -> list[Any]:
+    """The facts columns of a guarded result: the current facts on the row that stands for
+    "no row" (`uid` NULL), NULL beside real rows. A real row means the guard held, so its
+    facts are the expected ones, and a page need not carry (or decode) them 20 times."""
+    return [case((uid.is_(None), facts.c[c])).label(c) for c in FACT_COLUMNS]
 
 
 def guarded_select(guard: Guard | None, inner: Any, order: Sequence[tuple[str, bool]] = ()) -> Any:
@@ -103,5 +115,5 @@ def guarded_select(guard: Guard | None, inner: Any, order: Sequence[tuple[str, b
     rows = inner.where(guard.holds(facts)).lateral("governed")
     ordering = [(rows.c[name].desc() if desc else rows.c[name].asc()).nulls_last()
                 for name, desc in order]
-    return (select(*[facts.c[c] for c in FACT_COLUMNS], *rows.c)
+    return (select(*facts_where_no_row(facts, rows.c.uid), *rows.c)
             .select_from(facts.outerjoin(rows, true())).order_by(*ordering))

@@ -27,7 +27,7 @@ from authoric.plan.access import Access
 from authoric.plan.binds import Shaped, named
 from authoric.plan.fields import table_fields
 from authoric.plan.filters import EVERYTHING, FilterScope, Node, compile_filter
-from authoric.plan.guard import FACT_COLUMNS, Guard, guarded_select
+from authoric.plan.guard import Guard, facts_where_no_row, guarded_select
 from authoric.plan.listing import (
     DEFAULT_LIMIT,
     Ordering,
@@ -221,7 +221,7 @@ class Plan:
         log = self._log(inserted, INSERT, actor)
         if facts is None:
             return select(*inserted.c).add_cte(log)
-        return (select(*[facts.c[c] for c in FACT_COLUMNS], *inserted.c)
+        return (select(*facts_where_no_row(facts, inserted.c.uid), *inserted.c)
                 .select_from(facts.outerjoin(inserted, true())).add_cte(log))
 
     def _log(self, written: Any, op: str, actor: uuid.UUID | None, old: bool = False) -> Any:
@@ -272,7 +272,7 @@ class Plan:
             log = self._log(written, op, actor, old=True)
         if facts is None:
             return select(*written.c).add_cte(log)
-        return (select(*[facts.c[c] for c in FACT_COLUMNS], *written.c)
+        return (select(*facts_where_no_row(facts, written.c.uid), *written.c)
                 .select_from(facts.outerjoin(written, true())).add_cte(log))
 
     def update(self, values: dict[str, Any], extra: ColumnElement[bool] | None = None) -> Any:

@@ -1,0 +1,66 @@
+"""The guard's reading of a guarded result (plan.guard), in process: real rows mean the facts
+held; the one "no row" row carries the current facts, which decide between an empty answer
+and planning again."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql
+
+from authoric.db import tables as t
+from authoric.plan.guard import FACT_COLUMNS, Facts, Guard, StaleFacts, guarded_select
+
+EXPECTED = Facts(version=7, app_name="shop", roles=("clerk",), email="ann@example.test")
+NO_FACTS = dict.fromkeys(FACT_COLUMNS)
+
+
+def guard() -> Guard:
+    return Guard(uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), EXPECTED)
+
+
+def no_row(facts: Facts) -> dict[str, Any]:
+    return {"_version": facts.version, "_app_name": facts.app_name,
+            "_roles": None if facts.roles is None else list(facts.roles),
+            "_email": facts.email, "uid": None}
+
+
+def test_a_member_whose_facts_held_gets_every_row_of_the_page() -> None:
+    g = guard()
+    rows = [{**NO_FACTS, "uid": uuid.uuid4()} for _ in range(3)]
+    assert g.check(rows) == rows
+    assert g.held
+
+
+def test_a_member_whose_facts_held_and_who_matches_nothing_gets_an_empty_page() -> None:
+    g = guard()
+    assert g.check([no_row(EXPECTED)]) == []
+    assert g.held
+
+
+@pytest.mark.parametrize("moved", [
+    Facts(8, "shop", ("clerk",), "ann@example.test"),  # the catalog changed
+    Facts(7, "shop", ("viewer",), "ann@example.test"),  # another role
+    Facts(7, "shop", None, None),  # the membership is gone
+])
+def test_a_member_whose_facts_moved_is_planned_again_from_the_current_ones(moved: Facts) -> None:
+    g = guard()
+    with pytest.raises(StaleFacts) as raised:
+        g.check([no_row(moved)])
+    assert raised.value.facts == moved
+    assert not g.held
+
+
+def test_a_request_to_an_app_that_is_gone_gets_no_facts() -> None:
+    with pytest.raises(StaleFacts) as raised:
+        guard().check([])
+    assert raised.value.facts is None
+
+
+def test_a_page_carries_the_facts_only_on_the_row_that_stands_for_no_row() -> None:
+    sql = str(guarded_select(guard(), select(t.apps)).compile(dialect=postgresql.dialect()))
+    for column in FACT_COLUMNS:
+        assert f"CASE WHEN (governed.uid IS NULL) THEN auth_facts.{column} END AS {column}" in sql
