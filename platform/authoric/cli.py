@@ -66,7 +66,6 @@ def announce(base: str, token: Secret) -> None:
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
-    from authoric.http.protocol import PROTOCOL
     from authoric.observability.logs import log_config
 
     url = database_url(settings)
@@ -88,7 +87,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
     uvicorn.run("authoric.app:app_from_env", factory=True, host=args.host, port=args.port,
-                workers=workers, http=PROTOCOL, log_level=args.log_level,
+                workers=workers, log_level=args.log_level,
                 access_log=args.access_log and settings.log_format != "json",
                 log_config=log_config(settings.log_format, args.log_level, args.access_log),
                 timeout_graceful_shutdown=settings.shutdown_grace,
