@@ -95,40 +95,6 @@ async def list_rows(request: Request, app: str, table: str) -> Response:
     return answer(await svc.member_call(header, app, table, "read_list", work))
 
 
-@router.patch("/{app}/autocrud/{table}")
-async def bulk_update(request: Request, app: str, table: str) -> Response:
-    raw = await request.body()
-    async with governed(request, app, table, "update") as (ex, access):
-        tree = list_filter(request)
-        bulk.checked_plan(access, tree)
-        body = parse_json_body(request.headers.get("content-type", ""), raw)
-        values = bulk_set_values(access.table, body)
-        return answer({"count": await bulk.bulk_update(ex, access, tree, values)})
-
-
-@router.delete("/{app}/autocrud/{table}")
-async def bulk_delete(request: Request, app: str, table: str) -> Response:
-    async with governed(request, app, table, "delete") as (ex, access):
-        return answer({"count": await bulk.bulk_delete(ex, access, list_filter(request))})
-
-
-@router.post("/{app}/autocrud/{table}/import", status_code=201)
-async def import_rows(request: Request, app: str, table: str) -> Response:
-    # The caller is admitted before the body is read (a stranger cannot make us store a
-    # gigabyte), the body is spooled with no connection held (a slow sender holds no pooled
-    # connection), and the import transaction admits the caller again (roles may change).
-    async with governed(request, app, table, "create"):
-        content_type = request.headers.get("content-type", "")
-        if content_type.split(";")[0].strip().lower() != "text/csv":
-            raise UnsupportedMediaType("send the file as text/csv", {"contentType": content_type})
-    spool = await csv_import.spool_body(request.stream())
-    try:
-        async with governed(request, app, table, "create") as (ex, access):
-            return answer({"inserted": await csv_import.import_csv(ex.conn, access, spool)}, 201)
-    finally:
-        spool.close()
-
-
 @router.get("/{app}/autocrud/{table}/{uid}")
 async def read_row(request: Request, app: str, table: str, uid: str) -> Response:
     async def work(ex: Executor, access: Access) -> dict[str, Any]:
@@ -199,3 +165,39 @@ async def delete_row(request: Request, app: str, table: str, uid: str) -> Respon
     await svc.member_call(request.headers.get("authorization"), app, table, "delete", work)
     svc.sequencer.nudge()
     return Response(status_code=204)
+
+
+# Bulk writes and imports are matched after the single-row routes: routes are tried in order,
+# and these are the rarer requests.
+@router.patch("/{app}/autocrud/{table}")
+async def bulk_update(request: Request, app: str, table: str) -> Response:
+    raw = await request.body()
+    async with governed(request, app, table, "update") as (ex, access):
+        tree = list_filter(request)
+        bulk.checked_plan(access, tree)
+        body = parse_json_body(request.headers.get("content-type", ""), raw)
+        values = bulk_set_values(access.table, body)
+        return answer({"count": await bulk.bulk_update(ex, access, tree, values)})
+
+
+@router.delete("/{app}/autocrud/{table}")
+async def bulk_delete(request: Request, app: str, table: str) -> Response:
+    async with governed(request, app, table, "delete") as (ex, access):
+        return answer({"count": await bulk.bulk_delete(ex, access, list_filter(request))})
+
+
+@router.post("/{app}/autocrud/{table}/import", status_code=201)
+async def import_rows(request: Request, app: str, table: str) -> Response:
+    # The caller is admitted before the body is read (a stranger cannot make us store a
+    # gigabyte), the body is spooled with no connection held (a slow sender holds no pooled
+    # connection), and the import transaction admits the caller again (roles may change).
+    async with governed(request, app, table, "create"):
+        content_type = request.headers.get("content-type", "")
+        if content_type.split(";")[0].strip().lower() != "text/csv":
+            raise UnsupportedMediaType("send the file as text/csv", {"contentType": content_type})
+    spool = await csv_import.spool_body(request.stream())
+    try:
+        async with governed(request, app, table, "create") as (ex, access):
+            return answer({"inserted": await csv_import.import_csv(ex.conn, access, spool)}, 201)
+    finally:
+        spool.close()
