@@ -26,7 +26,14 @@ from pathlib import Path
 import asyncpg
 
 from bench.crud import _children, tree_cpu_seconds
-from bench.harness import Database, Server, database, running_server
+from bench.harness import (
+    Database,
+    Server,
+    database,
+    process_cpu_seconds,
+    process_tree,
+    running_server,
+)
 
 
 async def backend_pids(url: str) -> list[int]:
@@ -48,15 +55,40 @@ def cpu_seconds(server: Server, db: Database, backends: list[int]) -> tuple[floa
     return server_cpu, sum(tree_cpu_seconds(pid, {}) for pid in backends)
 
 
+def process_label(pid: int) -> str:
+    """A process's command line, shortened to what tells the processes of a tree apart."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "(gone)"
+    words = [w.decode(errors="replace") for w in argv if w]
+    return " ".join(Path(words[0]).name.split() + words[1:])[:70] if words else "?"
+
+
+def own_cpu_by_process(root: int) -> dict[int, float]:
+    """Each live process of the tree: its own CPU seconds so far (children not included)."""
+    return {pid: process_cpu_seconds(pid, with_reaped_children=False)
+            for pid in process_tree(root)}
+
+
+def print_by_process(before: dict[int, float], after: dict[int, float], span: float) -> None:
+    print("  by process (own CPU, % of one core):")
+    for pid, seconds in sorted(after.items(), key=lambda kv: -(kv[1] - before.get(kv[0], 0))):
+        share = 100 * (seconds - before.get(pid, 0.0)) / span
+        print(f"    {share:5.2f}%  {pid:>7}  {process_label(pid)}")
+
+
 def measure(args: argparse.Namespace) -> None:
     extra = ["--workers", str(args.workers)] if args.workers else []
     with tempfile.TemporaryDirectory(prefix="authoric-idle-") as tmp, \
             database(Path(tmp)) as db, running_server(Path(tmp), db, extra_args=extra) as server:
         time.sleep(args.settle)  # startup work (migrations check, first polls) is not idle
         backends = [] if db.pid is not None else asyncio.run(backend_pids(db.url))
+        own_before = own_cpu_by_process(server.pid)
         before, started = cpu_seconds(server, db, backends), time.monotonic()
         time.sleep(args.seconds)
         after, span = cpu_seconds(server, db, backends), time.monotonic() - started
+        own_after = own_cpu_by_process(server.pid)
         server_share = 100 * (after[0] - before[0]) / span
         db_share = 100 * (after[1] - before[1]) / span
         which = "embedded postmaster tree" if db.pid is not None else \
@@ -65,6 +97,7 @@ def measure(args: argparse.Namespace) -> None:
         print(f"  server process tree   {server_share:5.2f}% of one core")
         print(f"  PostgreSQL ({which}) {db_share:5.2f}% of one core")
         print(f"  total                 {server_share + db_share:5.2f}% of one core")
+        print_by_process(own_before, own_after, span)
 
 
 def main(argv: list[str] | None = None) -> int:
