@@ -44,7 +44,10 @@ class Settings(BaseSettings):
         default=None, validation_alias="AUTHORIC_TEST_CLOCK_FILE",
         description="TESTS ONLY: a file holding seconds to add to the clock for token expiry",
     )
-    sse_ping_interval: float = Field(default=25.0, validation_alias="AUTHORIC_SSE_PING_INTERVAL")
+    sse_ping_interval: float = Field(
+        default=25.0, gt=0, validation_alias="AUTHORIC_SSE_PING_INTERVAL",
+        description="seconds between keep-alive comments on an idle subscribe stream",
+    )
     sse_replay_limit: int = Field(default=1000, validation_alias="AUTHORIC_SSE_REPLAY_LIMIT")
     sse_queue_size: int = Field(default=1000, validation_alias="AUTHORIC_SSE_QUEUE_SIZE")
     sse_max_streams_per_user: int = Field(

@@ -184,3 +184,33 @@ def test_a_member_whose_facts_were_cached_before_an_unrelated_change_costs_one_s
     expect(clerk.get(world.rows("invoices")), 200)  # the clerk's guard sees the new version
     for _ in range(3):
         assert trips(clerk.get(world.rows("invoices"))) == 1
+
+
+def test_a_role_change_made_through_another_process_applies_to_the_next_update_and_delete(
+        shop: tuple[AppWorld, str, Caller], server: ServerProcess, http: httpx.Client) -> None:
+    world, _, clerk = shop
+    rows = world.rows("invoices")
+    first = expect(clerk.get(rows), 200)["items"][0]
+    # this process now holds the clerk's facts and has planned its writes
+    expect(clerk.patch(f"{rows}/{first['uid']}", json={"amount": "3.00"}), 200)
+    other = Caller(http, server.admin_token)
+    expect(other.put(f"{world.base}/roles/clerk", json={"permissions": ["invoices:read"]}), 200)
+    expect(clerk.patch(f"{rows}/{first['uid']}", json={"number": "X-1"}), 403, "FORBIDDEN")
+    expect(clerk.delete(f"{rows}/{first['uid']}"), 403, "FORBIDDEN")
+    assert expect(clerk.get(f"{rows}/{first['uid']}"), 200)["number"] == first["number"]
+
+
+def test_a_membership_removed_through_another_process_ends_updates_and_deletes_at_once(
+        shop: tuple[AppWorld, str, Caller], server: ServerProcess, http: httpx.Client) -> None:
+    world, org, clerk = shop
+    rows = world.rows("invoices")
+    first = expect(clerk.get(rows), 200)["items"][0]
+    expect(clerk.patch(f"{rows}/{first['uid']}", json={"amount": "3.00"}), 200)
+    other = Caller(http, server.admin_token)
+    expect(other.delete(f"{world.base}/orgs/{org}/members/{clerk.user_uid}"), 204)
+    expect(clerk.patch(f"{rows}/{first['uid']}", json={"number": "X-1"}), 401, "UNAUTHENTICATED")
+    expect(clerk.delete(f"{rows}/{first['uid']}"), 401, "UNAUTHENTICATED")
+    world.role("boss", ["invoices:*"])
+    boss = world.caller(org, ["boss"])
+    kept = expect(boss.get(f"{rows}/{first['uid']}"), 200)
+    assert kept["number"] == first["number"] and kept["amount"] == "3.00"

@@ -4,6 +4,7 @@ and planning again."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -64,3 +65,17 @@ def test_a_page_carries_the_facts_only_on_the_row_that_stands_for_no_row() -> No
     sql = str(guarded_select(guard(), select(t.apps)).compile(dialect=postgresql.dialect()))
     for column in FACT_COLUMNS:
         assert f"CASE WHEN (governed.uid IS NULL) THEN auth_facts.{column} END AS {column}" in sql
+
+
+def test_a_statement_runs_only_where_every_fact_the_plan_assumed_still_holds() -> None:
+    g = guard()
+    condition = g.holds(g.cte())
+    sql = str(condition.compile(dialect=postgresql.dialect()))
+    bound = g.params()
+    # Each fact a plan depends on is compared inside the statement, against the value the
+    # plan was made for: none may change unseen.
+    for column, key in [("_version", "B_version"), ("_app_name", "B_app_name"),
+                        ("_roles", "B_roles"), ("_email", "B_email")]:
+        assert re.search(rf"auth_facts\.{column} = %\({key}_\d+\)s", sql), column
+    assert (bound["B_version"], bound["B_app_name"], bound["B_roles"], bound["B_email"]) == (
+        7, "shop", ["clerk"], "ann@example.test")

@@ -70,6 +70,7 @@ class Guard:
         """True exactly when the current facts are the expected ones."""
         e = self.expected
         return and_(facts.c._version == named("B_version", e.version, BigInteger),
+                    facts.c._app_name == named("B_app_name", e.app_name, Text),
                     facts.c._roles == named("B_roles", list(e.roles or ()), ARRAY(Text)),
                     facts.c._email == named("B_email", e.email, Text))
 
@@ -77,7 +78,8 @@ class Guard:
         """The values `cte` and `holds` bind (plan.binds)."""
         e = self.expected
         return {"B_org": self.org_uid, "B_user": self.user_uid, "B_app": self.app_uid,
-                "B_version": e.version, "B_roles": list(e.roles or ()), "B_email": e.email}
+                "B_version": e.version, "B_app_name": e.app_name,
+                "B_roles": list(e.roles or ()), "B_email": e.email}
 
     def check(self, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """The governed rows of a guarded result; StaleFacts when the guard did not hold."""
