@@ -123,6 +123,10 @@ class Hub:
             if self._per_user[key] <= 0:
                 del self._per_user[key]
 
+    def empty(self) -> bool:
+        """No stream of this process is registered."""
+        return not self._apps
+
     def count(self) -> int:
         """Open streams of this process."""
         return len({s for v in self._apps.values() for g in v.subscribers.values() for s in g})

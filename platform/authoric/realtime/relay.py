@@ -4,6 +4,13 @@ wakes the fan-out; the fan-out always reads the log by position.
 A lost notification, a killed listener connection or a PostgreSQL restart costs latency,
 never events: after any reconnect the relay catches up from the last position it handed
 to the hub, and it also polls once a second in case a notification went missing.
+
+A process with no open stream reads nothing: the sequencer's NOTIFY names the head it just
+stamped, and the relay moves its position there. Those entries were stamped before anyone
+here subscribed, so they were nobody's to receive, exactly as if they had been read and
+handed to an empty hub. A stream that wants them asks for them with `Last-Event-ID`, and
+replay reads them from the log. Under write load without subscribers this spares every
+worker a log read per stamped batch.
 """
 
 from __future__ import annotations
@@ -31,11 +38,16 @@ class Relay(DedicatedWorker):
         super().__init__(dsn)
         self.hub, self.batch = hub, batch
         self.position = -1  # last position handed to the hub (-1: not started)
+        self.announced = -1  # the highest head the sequencer's NOTIFYs have named
+        self.reads = 0  # log reads issued, and
+        self.skips = 0  # moves to an announced head without reading (tests, benchmarks)
         self.connected = asyncio.Event()
         self._wake = asyncio.Event()
         self.conn: asyncpg.Connection | None = None
 
-    def _notified(self, *_: object) -> None:
+    def _notified(self, _conn: object, _pid: int, channel: str, payload: str) -> None:
+        if channel == CHANNEL and payload.isdigit():
+            self.announced = max(self.announced, int(payload))
         self._wake.set()
 
     async def session(self, conn: asyncpg.Connection) -> None:
@@ -53,7 +65,18 @@ class Relay(DedicatedWorker):
 
     async def _follow(self, conn: asyncpg.Connection) -> None:
         while True:
-            changes = await reader.changes_after(conn, self.position, self.batch)
+            # Cleared before reading, so a NOTIFY that lands during the read or the fan-out
+            # wakes the next pass at once instead of waiting for the safety poll.
+            self._wake.clear()
+            # No await between the check and the move: a stream registering with the hub
+            # is either seen here (and the entries are read for it) or registers after.
+            if self.hub.empty() and self.announced > self.position:
+                self.position = self.announced
+                self.skips += 1
+                changes = []
+            else:
+                changes = await reader.changes_after(conn, self.position, self.batch)
+                self.reads += 1
             if changes:
                 await self.hub.dispatch(changes)
                 self.position = changes[-1].pos
@@ -61,7 +84,6 @@ class Relay(DedicatedWorker):
                     continue
             if conn.is_closed():
                 raise asyncpg.InterfaceError("listener connection closed")
-            self._wake.clear()
             # asyncio.timeout: wait_for (3.11) can swallow a cancel that meets a NOTIFY.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(SAFETY_POLL):

@@ -1,0 +1,96 @@
+"""The relay reads the change log only for a process that has a stream open (realtime/relay.py).
+
+In process, on a real PostgreSQL: entries are written and stamped the way writers and the
+sequencer do (the sequencer's NOTIFY names the head it stamped). A relay whose hub has no
+subscriber follows those heads without reading a single entry; once a stream registers, the
+next stamped entries are read and fanned out to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
+from authoric.changes import reader
+from authoric.changes.sequencer import Sequencer
+from authoric.db.engine import libpq_url
+from authoric.policy.enforcer import build_enforcer
+from authoric.realtime.hub import Hub, Subscriber
+from authoric.realtime.relay import Relay
+from tests.api.test_health import own_database  # noqa: F401  (fixture: a database of our own)
+
+WIDE = 60.0
+APP = uuid.uuid4()  # the log has no foreign key to apps: entries of an app nobody opened
+ORG = uuid.uuid4()
+
+
+async def write_and_stamp(conn: asyncpg.Connection, count: int) -> int:
+    """`count` committed entries, stamped and announced as the sequencer does; the new head."""
+    for _ in range(count):
+        await conn.execute(
+            "INSERT INTO authoric.changes (app_uid, table_name, op, row_uid, org_uid) "
+            "VALUES ($1, 'notes', 'insert', $2, $3)", APP, uuid.uuid4(), ORG)
+    await Sequencer.stamp(conn)
+    return await reader.head(conn)
+
+
+async def reaches(relay: Relay, head: int) -> None:
+    deadline = time.monotonic() + WIDE
+    while relay.position < head:
+        assert time.monotonic() < deadline, f"the relay stayed at {relay.position} < {head}"
+        await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+async def running(own_database: tuple[str, str]) -> AsyncIterator[  # noqa: F811
+        tuple[asyncpg.Connection, Hub, Relay]]:
+    url = libpq_url(own_database[0])
+    engine = create_async_engine(own_database[0].replace("postgresql://",
+                                                         "postgresql+asyncpg://", 1))
+    hub = Hub(engine, SnapshotCache())
+    relay = Relay(url, hub)
+    writer = await asyncpg.connect(url)
+    relay.start()
+    try:
+        await asyncio.wait_for(relay.connected.wait(), WIDE)
+        yield writer, hub, relay
+    finally:
+        await relay.stop()
+        await writer.close()
+        await engine.dispose()
+
+
+async def test_a_process_with_no_stream_open_follows_the_log_without_reading_it(
+        running: tuple[asyncpg.Connection, Hub, Relay]) -> None:
+    writer, hub, relay = running
+    assert hub.empty()
+    reads_before, started = relay.reads, time.monotonic()
+    for _ in range(5):
+        await reaches(relay, await write_and_stamp(writer, 3))
+    # The safety poll may read once a second; five stamped batches, each read, would be
+    # more than those polls unless the machine took seconds over them.
+    polls = 1 + int(time.monotonic() - started)
+    assert relay.reads - reads_before <= polls
+    assert relay.skips >= 1
+    assert relay.position == await reader.head(writer)
+
+
+async def test_a_stream_that_registers_gets_the_entries_stamped_after_it(
+        running: tuple[asyncpg.Connection, Hub, Relay]) -> None:
+    writer, hub, relay = running
+    await reaches(relay, await write_and_stamp(writer, 2))  # skipped: nobody was here
+    snapshot = AppSnapshot(APP, "notes-app", 1, {}, {}, {}, build_enforcer({}))
+    sub = Subscriber(APP, ("notes",), None, asyncio.Queue(maxsize=100))
+    hub.add(sub, snapshot)
+    skips_before = relay.skips
+    await reaches(relay, await write_and_stamp(writer, 2))
+    assert relay.skips == skips_before  # read for the stream, never skipped
+    hub.remove(sub)
+    assert hub.empty()
