@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -186,31 +187,36 @@ def test_a_member_whose_facts_were_cached_before_an_unrelated_change_costs_one_s
         assert trips(clerk.get(world.rows("invoices"))) == 1
 
 
+def a_row_the_clerk_has_written(shop: tuple[AppWorld, str, Caller]) -> tuple[str, dict[str, Any]]:
+    """The url and the first row of the clerk's page, after one update by the clerk: this
+    process now holds the clerk's facts and has planned its writes."""
+    world, _, clerk = shop
+    first = expect(clerk.get(world.rows("invoices")), 200)["items"][0]
+    url = f"{world.rows('invoices')}/{first['uid']}"
+    expect(clerk.patch(url, json={"amount": "3.00"}), 200)
+    return url, first
+
+
 def test_a_role_change_made_through_another_process_applies_to_the_next_update_and_delete(
         shop: tuple[AppWorld, str, Caller], server: ServerProcess, http: httpx.Client) -> None:
     world, _, clerk = shop
-    rows = world.rows("invoices")
-    first = expect(clerk.get(rows), 200)["items"][0]
-    # this process now holds the clerk's facts and has planned its writes
-    expect(clerk.patch(f"{rows}/{first['uid']}", json={"amount": "3.00"}), 200)
+    url, first = a_row_the_clerk_has_written(shop)
     other = Caller(http, server.admin_token)
     expect(other.put(f"{world.base}/roles/clerk", json={"permissions": ["invoices:read"]}), 200)
-    expect(clerk.patch(f"{rows}/{first['uid']}", json={"number": "X-1"}), 403, "FORBIDDEN")
-    expect(clerk.delete(f"{rows}/{first['uid']}"), 403, "FORBIDDEN")
-    assert expect(clerk.get(f"{rows}/{first['uid']}"), 200)["number"] == first["number"]
+    expect(clerk.patch(url, json={"number": "X-1"}), 403, "FORBIDDEN")
+    expect(clerk.delete(url), 403, "FORBIDDEN")
+    assert expect(clerk.get(url), 200)["number"] == first["number"]
 
 
 def test_a_membership_removed_through_another_process_ends_updates_and_deletes_at_once(
         shop: tuple[AppWorld, str, Caller], server: ServerProcess, http: httpx.Client) -> None:
     world, org, clerk = shop
-    rows = world.rows("invoices")
-    first = expect(clerk.get(rows), 200)["items"][0]
-    expect(clerk.patch(f"{rows}/{first['uid']}", json={"amount": "3.00"}), 200)
+    url, first = a_row_the_clerk_has_written(shop)
     other = Caller(http, server.admin_token)
     expect(other.delete(f"{world.base}/orgs/{org}/members/{clerk.user_uid}"), 204)
-    expect(clerk.patch(f"{rows}/{first['uid']}", json={"number": "X-1"}), 401, "UNAUTHENTICATED")
-    expect(clerk.delete(f"{rows}/{first['uid']}"), 401, "UNAUTHENTICATED")
+    expect(clerk.patch(url, json={"number": "X-1"}), 401, "UNAUTHENTICATED")
+    expect(clerk.delete(url), 401, "UNAUTHENTICATED")
     world.role("boss", ["invoices:*"])
     boss = world.caller(org, ["boss"])
-    kept = expect(boss.get(f"{rows}/{first['uid']}"), 200)
+    kept = expect(boss.get(url), 200)
     assert kept["number"] == first["number"] and kept["amount"] == "3.00"
