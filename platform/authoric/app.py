@@ -33,6 +33,7 @@ from authoric.http.cors import AppCors, app_origins
 from authoric.http.errors import install_error_handlers
 from authoric.http.limits import BodyLimit, RoundTripHeader, UrlLimit
 from authoric.http.observe import Observe
+from authoric.http.table_route import TableRoutes
 from authoric.observability.metrics import Metrics
 from authoric.plan.runner import open_pool
 from authoric.realtime.hub import Hub
@@ -110,6 +111,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(console_static.router)
     app.include_router(openapi.router)
     app.include_router(sessions.router)
+    # Ahead of all of them, the table routes by one path split (http/table_route.py); the
+    # autocrud router above still declares them, documents them and serves what this skips.
+    app.router.routes.insert(0, TableRoutes(autocrud.router))
     return app
 
 
