@@ -102,18 +102,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AppCors, origins_of=app_origins)  # outermost: 413s get CORS headers too
     # Routes are matched in order, one pattern after another: the table routes, the ones a
     # request mostly takes, come first. Streams precede them (`.../subscribe` is not a row uid).
-    app.include_router(subscribe.router)
-    app.include_router(autocrud.router)
-    app.include_router(health.router)
-    app.include_router(metrics.router)
-    app.include_router(admin.router)
-    app.include_router(console.router)
-    app.include_router(console_static.router)
-    app.include_router(openapi.router)
-    app.include_router(sessions.router)
+    # Routes are matched in order, one pattern after another: the table routes, the ones a
+    # request mostly takes, come first. Streams precede them (`.../subscribe` is not a row uid).
+    routers = (subscribe.router, autocrud.router, health.router, metrics.router, admin.router,
+               console.router, console_static.router, openapi.router, sessions.router)
+    for router in routers:
+        app.include_router(router)
     # Ahead of all of them, the table routes by one path split (http/table_route.py); the
     # autocrud router above still declares them, documents them and serves what this skips.
-    app.router.routes.insert(0, TableRoutes(autocrud.router))
+    app.router.routes.insert(0, TableRoutes(autocrud.router, routers))
     return app
 
 

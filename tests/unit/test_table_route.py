@@ -6,10 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fastapi import APIRouter, Response
 from starlette.routing import Match
 
-from authoric.http import autocrud
+from authoric.http import autocrud, subscribe
 from authoric.http.table_route import ROW_PATH, TableRoutes, path_params
+
+ROUTERS = (subscribe.router, autocrud.router)
+
+
+def table_routes() -> TableRoutes:
+    return TableRoutes(autocrud.router, ROUTERS)
 
 
 def scope(method: str, path: str, kind: str = "http") -> dict[str, Any]:
@@ -43,7 +50,7 @@ def test_a_path_is_a_table_route_only_in_the_two_table_shapes(
 ])
 def test_a_client_calling_a_table_route_reaches_its_endpoint_with_the_path_parameters(
         method: str, path: str, endpoint: Any) -> None:
-    match, child = TableRoutes(autocrud.router).matches(scope(method, path))
+    match, child = table_routes().matches(scope(method, path))
     assert match == Match.FULL
     assert child["endpoint"] is endpoint
     assert child["path_params"] == path_params(path)
@@ -60,5 +67,17 @@ def test_a_client_calling_a_table_route_reaches_its_endpoint_with_the_path_param
 ])
 def test_a_request_the_table_routes_do_not_serve_is_left_to_normal_routing(
         method: str, path: str, kind: str) -> None:
-    match, child = TableRoutes(autocrud.router).matches(scope(method, path, kind))
+    match, child = table_routes().matches(scope(method, path, kind))
     assert match == Match.NONE and child == {}
+
+
+def test_a_literal_route_added_under_the_row_shape_is_not_taken_for_a_row_uid() -> None:
+    later = APIRouter()
+
+    @later.get("/{app}/autocrud/{table}/count")
+    async def count(app: str, table: str) -> Response:
+        return Response()
+
+    routes = TableRoutes(autocrud.router, (*ROUTERS, later))
+    assert routes.matches(scope("GET", "/shop/autocrud/invoices/count"))[0] == Match.NONE
+    assert table_routes().matches(scope("GET", "/shop/autocrud/invoices/count"))[0] == Match.FULL

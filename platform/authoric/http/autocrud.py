@@ -29,6 +29,8 @@ from authoric.records import bulk, csv_export, csv_import, reads, writes
 from authoric.records.values import bulk_set_values, column_values
 
 router = APIRouter(tags=["autocrud"], route_class=LeanRoute)
+TABLE_PATH = "/{app}/autocrud/{table}"
+ROW_PATH = TABLE_PATH + "/{uid}"
 RESERVED_PARAMS = frozenset({"order", "limit", "after", "filter", "lastEventId"})
 
 
@@ -77,7 +79,7 @@ def answer(body: Any, status: int = 200) -> Response:
     return Response(encoded, status, media_type="application/json")
 
 
-@router.get("/{app}/autocrud/{table}", response_model=None)
+@router.get(TABLE_PATH, response_model=None)
 async def list_rows(request: Request, app: str, table: str) -> Response:
     svc = services(request)
     header = request.headers.get("authorization")
@@ -95,7 +97,7 @@ async def list_rows(request: Request, app: str, table: str) -> Response:
     return answer(await svc.member_call(header, app, table, "read_list", work))
 
 
-@router.get("/{app}/autocrud/{table}/{uid}")
+@router.get(ROW_PATH)
 async def read_row(request: Request, app: str, table: str, uid: str) -> Response:
     async def work(ex: Executor, access: Access) -> dict[str, Any]:
         return await reads.read_one(ex, access, reads.parse_uid(uid))
@@ -104,7 +106,7 @@ async def read_row(request: Request, app: str, table: str, uid: str) -> Response
         request.headers.get("authorization"), app, table, "read", work))
 
 
-@router.post("/{app}/autocrud/{table}", status_code=201)
+@router.post(TABLE_PATH, status_code=201)
 async def create_row(request: Request, app: str, table: str) -> Response:
     svc = services(request)
     raw = await request.body()
@@ -124,7 +126,7 @@ async def create_row(request: Request, app: str, table: str) -> Response:
     return answer(row, 201)
 
 
-@router.patch("/{app}/autocrud/{table}/{uid}")
+@router.patch(ROW_PATH)
 async def update_row(request: Request, app: str, table: str, uid: str) -> Response:
     svc = services(request)
     raw = await request.body()
@@ -149,7 +151,7 @@ async def update_row(request: Request, app: str, table: str, uid: str) -> Respon
     return answer(row)
 
 
-@router.delete("/{app}/autocrud/{table}/{uid}", status_code=204)
+@router.delete(ROW_PATH, status_code=204)
 async def delete_row(request: Request, app: str, table: str, uid: str) -> Response:
     svc = services(request)
 
@@ -169,7 +171,7 @@ async def delete_row(request: Request, app: str, table: str, uid: str) -> Respon
 
 # Bulk writes and imports are matched after the single-row routes: routes are tried in order,
 # and these are the rarer requests.
-@router.patch("/{app}/autocrud/{table}")
+@router.patch(TABLE_PATH)
 async def bulk_update(request: Request, app: str, table: str) -> Response:
     raw = await request.body()
     async with governed(request, app, table, "update") as (ex, access):
@@ -180,13 +182,13 @@ async def bulk_update(request: Request, app: str, table: str) -> Response:
         return answer({"count": await bulk.bulk_update(ex, access, tree, values)})
 
 
-@router.delete("/{app}/autocrud/{table}")
+@router.delete(TABLE_PATH)
 async def bulk_delete(request: Request, app: str, table: str) -> Response:
     async with governed(request, app, table, "delete") as (ex, access):
         return answer({"count": await bulk.bulk_delete(ex, access, list_filter(request))})
 
 
-@router.post("/{app}/autocrud/{table}/import", status_code=201)
+@router.post(TABLE_PATH + "/import", status_code=201)
 async def import_rows(request: Request, app: str, table: str) -> Response:
     # The caller is admitted before the body is read (a stranger cannot make us store a
     # gigabyte), the body is spooled with no connection held (a slow sender holds no pooled

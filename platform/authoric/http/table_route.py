@@ -10,13 +10,15 @@ inside the application's middleware and exception handling, like any route.
 
 The table of endpoints is read from the autocrud router itself, which stays the one place the
 routes are declared (and documented in OpenAPI). Whatever this route does not take, it leaves
-to normal matching: HEAD, `.../subscribe`, `.../import` for POST, trailing slashes, other
-methods (405 there, as before).
+to normal matching: HEAD, trailing slashes, other methods (405 there, as before), and every
+path whose last segment is a literal route of some router under the row's shape
+(`.../subscribe`, `.../import`): those are read from the routers too, so a new one cannot be
+taken for a row uid.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -24,9 +26,7 @@ from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute, Match, get_route_path, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-LIST_PATH = "/{app}/autocrud/{table}"
-ROW_PATH = "/{app}/autocrud/{table}/{uid}"
-NOT_A_ROW = frozenset({"subscribe"})  # a literal route of its own, under the row's shape
+from authoric.http.autocrud import ROW_PATH, TABLE_PATH
 
 Endpoint = Callable[..., Coroutine[Any, Any, Response]]
 
@@ -43,6 +43,17 @@ def path_params(path: str) -> dict[str, str] | None:
     return params
 
 
+def literal_segments(routers: Iterable[APIRouter]) -> frozenset[str]:
+    """The last segments of the routes shaped `/{app}/autocrud/{table}/<literal>`."""
+    found = set()
+    for router in routers:
+        for route in router.routes:
+            head, _, last = getattr(route, "path", "").rpartition("/")
+            if head == TABLE_PATH and last and "{" not in last:
+                found.add(last)
+    return frozenset(found)
+
+
 def _asgi(endpoint: Endpoint) -> ASGIApp:
     async def call(request: Request) -> Response:
         return await endpoint(request, **request.path_params)
@@ -53,10 +64,13 @@ def _asgi(endpoint: Endpoint) -> ASGIApp:
 class TableRoutes(BaseRoute):
     """The autocrud router's single-path routes, matched without trying the others first."""
 
-    def __init__(self, router: APIRouter) -> None:
+    def __init__(self, router: APIRouter, routers: Iterable[APIRouter]) -> None:
+        """`router`'s table routes; `routers`, every router of the application, to leave their
+        literal routes under the row's shape (`.../subscribe`) to them."""
+        self.literals = literal_segments(routers)
         self.targets: dict[tuple[str, bool], tuple[APIRoute, ASGIApp]] = {}
         for route in router.routes:
-            if isinstance(route, APIRoute) and route.path in (LIST_PATH, ROW_PATH):
+            if isinstance(route, APIRoute) and route.path in (TABLE_PATH, ROW_PATH):
                 for method in (route.methods or set()) - {"HEAD"}:
                     key = (method, route.path == ROW_PATH)
                     self.targets.setdefault(key, (route, _asgi(route.endpoint)))
@@ -65,7 +79,7 @@ class TableRoutes(BaseRoute):
         if scope["type"] != "http":
             return Match.NONE, {}
         params = path_params(get_route_path(scope))
-        if params is None or params.get("uid") in NOT_A_ROW:
+        if params is None or params.get("uid") in self.literals:
             return Match.NONE, {}
         target = self.targets.get((scope["method"], "uid" in params))
         if target is None:
