@@ -25,14 +25,15 @@ from pathlib import Path
 
 import asyncpg
 
-from bench.crud import _children, tree_cpu_seconds
 from bench.harness import (
     Database,
     Server,
     database,
+    process_children,
     process_cpu_seconds,
     process_tree,
     running_server,
+    tree_cpu_seconds,
 )
 
 
@@ -48,7 +49,7 @@ async def backend_pids(url: str) -> list[int]:
 
 def cpu_seconds(server: Server, db: Database, backends: list[int]) -> tuple[float, float]:
     """(server tree, its PostgreSQL) CPU seconds so far."""
-    tree = _children()
+    tree = process_children()
     server_cpu = tree_cpu_seconds(server.pid, tree)
     if db.pid is not None:
         return server_cpu, tree_cpu_seconds(db.pid, tree)
@@ -62,7 +63,7 @@ def process_label(pid: int) -> str:
     except OSError:
         return "(gone)"
     words = [w.decode(errors="replace") for w in argv if w]
-    return " ".join(Path(words[0]).name.split() + words[1:])[:70] if words else "?"
+    return " ".join([Path(words[0]).name, *words[1:]])[:70] if words else "?"
 
 
 def own_cpu_by_process(root: int) -> dict[int, float]:

@@ -2,8 +2,8 @@
 
 In process, on a real PostgreSQL: entries are written and stamped the way writers and the
 sequencer do (the sequencer's NOTIFY names the head it stamped). A relay whose hub has no
-subscriber follows those heads without reading a single entry; once a stream registers, the
-next stamped entries are read and fanned out to it.
+subscriber follows those heads without reading the entries; once a stream registers, every
+entry stamped after it is read for the hub, never skipped.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.changes import reader
 from authoric.changes.sequencer import Sequencer
-from authoric.db.engine import libpq_url
+from authoric.db.engine import create_engine, libpq_url
 from authoric.policy.enforcer import build_enforcer
 from authoric.realtime.hub import Hub, Subscriber
 from authoric.realtime.relay import Relay
+from authoric.settings import Settings
 from tests.api.test_health import own_database  # noqa: F401  (fixture: a database of our own)
 
 WIDE = 60.0
@@ -52,8 +52,7 @@ async def reaches(relay: Relay, head: int) -> None:
 async def running(own_database: tuple[str, str]) -> AsyncIterator[  # noqa: F811
         tuple[asyncpg.Connection, Hub, Relay]]:
     url = libpq_url(own_database[0])
-    engine = create_async_engine(own_database[0].replace("postgresql://",
-                                                         "postgresql+asyncpg://", 1))
+    engine = create_engine(Settings(), own_database[0])
     hub = Hub(engine, SnapshotCache())
     relay = Relay(url, hub)
     writer = await asyncpg.connect(url)
@@ -82,7 +81,7 @@ async def test_a_process_with_no_stream_open_follows_the_log_without_reading_it(
     assert relay.position == await reader.head(writer)
 
 
-async def test_a_stream_that_registers_gets_the_entries_stamped_after_it(
+async def test_a_process_with_a_stream_open_reads_every_entry_stamped_after_it_registered(
         running: tuple[asyncpg.Connection, Hub, Relay]) -> None:
     writer, hub, relay = running
     await reaches(relay, await write_and_stamp(writer, 2))  # skipped: nobody was here
