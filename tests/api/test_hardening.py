@@ -427,6 +427,28 @@ def test_hostile_names_inside_a_role_are_refused(world: AppWorld, permission: st
            "VALIDATION_FAILED")
 
 
+URL_APPS = ["ab\x00", "Upper", "caf\u00e9", "x" * 64, "with space"]
+
+
+@pytest.mark.parametrize("ref", URL_APPS, ids=[repr(n)[:40] for n in URL_APPS])
+def test_a_url_naming_an_app_no_app_can_be_gets_404_like_any_unknown_app(
+        shared: tuple[AppWorld, Caller, str], http: httpx.Client, ref: str) -> None:
+    world, member, _ = shared
+    app = quote(ref, safe="")
+    # A member's token, the operator's token, and nobody's: the same 404 an unknown name
+    # gets, never the database's refusal of the value (a NUL byte used to answer 422).
+    expect(member.get(f"/{app}/autocrud/notes"), 404, "NOT_FOUND")
+    expect(member.get(f"/{app}/autocrud/notes/subscribe"), 404, "NOT_FOUND")
+    expect(world.admin.get(f"/admin/apps/{app}"), 404, "NOT_FOUND")
+    expect(member.get(f"/{app}/openapi.json"), 404, "NOT_FOUND")
+    expect(http.post(f"/{app}/auth/token", json={"email": "a@example.test", "password": "x"}),
+           404, "NOT_FOUND")
+    preflight = http.options(f"/{app}/autocrud/notes", headers={
+        "Origin": "https://app.example.test", "Access-Control-Request-Method": "GET"})
+    assert "access-control-allow-origin" not in preflight.headers
+    assert preflight.status_code < 500
+
+
 def test_names_of_exactly_63_bytes_are_accepted(world: AppWorld) -> None:
     long = "t" + "x" * 62
     assert len(long.encode()) == 63

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.auth import tokens
+from authoric.catalog.apps import app_where
 from authoric.db import tables as t
 from authoric.errors import NotFound, Unauthenticated
 from authoric.plan.guard import Facts
@@ -37,13 +37,6 @@ def bearer(header: str | None) -> str:
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthenticated("expected `Authorization: Bearer <token>`")
     return token.strip()
-
-
-def _app_where(ref: str) -> Any:
-    try:
-        return t.apps.c.uid == uuid.UUID(ref)
-    except ValueError:
-        return t.apps.c.name == ref
 
 
 async def authenticate(conn: AsyncConnection, secret: str, header: str | None,
@@ -77,7 +70,7 @@ async def load_facts(conn: AsyncConnection, claims: tokens.Claims, app_ref: str)
         .select_from(t.apps.outerjoin(m, and_(
             m.c.app_uid == t.apps.c.uid, m.c.org_uid == claims.org_uid,
             m.c.user_uid == claims.user_uid)).outerjoin(u, u.c.uid == m.c.user_uid))
-        .where(_app_where(app_ref))
+        .where(app_where(app_ref))
     )).mappings().first()
     if row is None:
         raise NotFound("no such app", {"app": app_ref})

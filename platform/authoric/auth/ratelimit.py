@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from authoric.catalog.names import app_key
 from authoric.errors import NotFound, TooManyRequests
 from authoric.settings import Settings
 
@@ -66,13 +67,6 @@ def _key(kind: str, subject: str) -> bytes:
     return hashlib.sha256(f"{kind}\x00{subject}".encode()).digest()
 
 
-def _as_uuid(ref: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(ref)
-    except ValueError:
-        return None
-
-
 @dataclass(frozen=True)
 class Verdict:
     """The resolved app and whether this attempt is over a limit."""
@@ -106,9 +100,12 @@ class RateLimiter:
         if account is not None:
             subjects[ACCOUNT] = account.strip().lower()
         kinds = {_key(kind, subject): kind for kind, subject in subjects.items()}
-        uid = _as_uuid(app_ref)
-        rows = (await conn.execute(_COUNT_BY_UID if uid else _COUNT_BY_NAME, {
-            "app": uid or app_ref, "window": self.window, "keys": list(kinds)})).all()
+        key = app_key(app_ref)
+        if key is None:
+            raise NotFound("no such app", {"app": app_ref})
+        by_uid = isinstance(key, uuid.UUID)
+        rows = (await conn.execute(_COUNT_BY_UID if by_uid else _COUNT_BY_NAME, {
+            "app": key, "window": self.window, "keys": list(kinds)})).all()
         if not rows:
             raise NotFound("no such app", {"app": app_ref})
         over = [(r.retry, kinds[bytes(r.key)]) for r in rows

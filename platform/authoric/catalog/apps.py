@@ -10,12 +10,12 @@ import uuid
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
-from sqlalchemy import delete, select, text, update
+from sqlalchemy import delete, false, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
-from authoric.catalog.names import Name, check_name
+from authoric.catalog.names import Name, app_key, check_name
 from authoric.catalog.schema import schema_name
 from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
@@ -112,18 +112,18 @@ def public_app(row: Any) -> dict[str, Any]:
     }
 
 
-def _as_uuid(ref: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(ref)
-    except ValueError:
-        return None
+def app_where(ref: str) -> Any:
+    """The condition on `authoric.apps` for the app a URL names (its name or its uid); false
+    for a reference no app can have."""
+    key = app_key(ref)
+    if key is None:
+        return false()
+    return t.apps.c.uid == key if isinstance(key, uuid.UUID) else t.apps.c.name == key
 
 
 async def find_app(conn: AsyncConnection, ref: str) -> Any:
     """The app row named `ref` (its name or its uid), or 404."""
-    uid = _as_uuid(ref)
-    where = t.apps.c.uid == uid if uid is not None else t.apps.c.name == ref
-    row = (await conn.execute(select(t.apps).where(where))).mappings().first()
+    row = (await conn.execute(select(t.apps).where(app_where(ref)))).mappings().first()
     if row is None:
         raise NotFound("no such app", {"app": ref})
     return row

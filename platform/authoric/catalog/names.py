@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Annotated
 
 from pydantic import Field
@@ -22,6 +23,16 @@ RESERVED = frozenset(
 
 def is_valid_name(name: object) -> bool:
     return isinstance(name, str) and NAME_PATTERN.fullmatch(name) is not None
+
+
+def app_key(ref: str) -> uuid.UUID | str | None:
+    """What a URL's `{app}` can name: an app's uid, a name an app could have, or None for
+    neither. None means no such app without asking the database, so a byte PostgreSQL refuses
+    in text (NUL) never reaches it and the answer is the same 404 as for an unknown name."""
+    try:
+        return uuid.UUID(ref)
+    except ValueError:
+        return ref if is_valid_name(ref) else None
 
 
 def check_name(name: object, what: str) -> str:

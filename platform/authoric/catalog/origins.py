@@ -6,20 +6,15 @@ replica applies to the next request everywhere; requests without `Origin` never 
 
 from __future__ import annotations
 
-import uuid
-
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from authoric.catalog.apps import app_where
 from authoric.db import tables as t
 
 
 async def allowed_origins(conn: AsyncConnection, ref: str) -> list[str]:
     """The app's allowed origins (its name or uid); none for an unknown app."""
-    try:
-        where = t.apps.c.uid == uuid.UUID(ref)
-    except ValueError:
-        where = t.apps.c.name == ref
-    settings = await conn.scalar(select(t.apps.c.settings).where(where))
+    settings = await conn.scalar(select(t.apps.c.settings).where(app_where(ref)))
     origins = (settings or {}).get("allowedOrigins") or []
     return [str(o) for o in origins if isinstance(o, str)]
