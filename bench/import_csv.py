@@ -16,9 +16,15 @@ set), and for each size:
 Prints seconds, rows/s, the endpoint/COPY ratio (target: at most 2x) and peak server RSS
 (target: flat as the file grows).
 
+With `--duplicate-last`, per size it also imports into a table whose `name` is unique: the
+clean file (201), then the same file with line 2's name repeated on one more last line (422
+naming that line), and prints both times and CPU: one bad line late in a big file must cost
+about what the clean import costs (issue 19: the check was quadratic).
+
     .venv/bin/python -m bench.import_csv                         # 100k and 1M rows
     .venv/bin/python -m bench.import_csv --rows 1000000
     .venv/bin/python -m bench.import_csv --rows 100000,1000000 --repeat 3 --json out.json
+    .venv/bin/python -m bench.import_csv --rows 1000000 --duplicate-last --no-clean
 """
 
 from __future__ import annotations
@@ -261,11 +267,13 @@ class App:
         return f"app_{uid.replace('-', '')}"
 
     def import_file(self, table: str, path: Path) -> dict[str, Any]:
+        return dict(self._ok(self.post_file(table, path)))
+
+    def post_file(self, table: str, path: Path) -> httpx.Response:
         with httpx.Client(base_url=self.server.url, timeout=httpx.Timeout(60, read=3600)) as client:
-            response = client.post(f"/{self.name}/autocrud/{table}/import", content=file_chunks(path),
-                                   headers={"Authorization": f"Bearer {self.token}",
-                                            "Content-Type": "text/csv"})
-        return dict(self._ok(response))
+            return client.post(f"/{self.name}/autocrud/{table}/import", content=file_chunks(path),
+                               headers={"Authorization": f"Bearer {self.token}",
+                                        "Content-Type": "text/csv"})
 
 
 async def copy_into(db_url: str, table: str, ddl: str, path: Path) -> float:
@@ -343,6 +351,61 @@ async def _drop_app_table(db_url: str, schema: str, table: str) -> None:
         await conn.close()
 
 
+@dataclass
+class DuplicateResult:
+    rows: int
+    clean_s: float
+    clean_cpu: float
+    duplicate_s: float
+    duplicate_cpu: float
+    answer: str
+
+
+def run_duplicate(app: App, db_url: str, work: Path, rows: int) -> DuplicateResult:
+    """The clean file into a table with a unique `name`, then the file plus a last line that
+    repeats line 2's name (must answer 422 naming that line)."""
+    path = work / f"import_{rows}.csv"
+    write_csv(path, rows)
+    with path.open("rb") as handle:
+        handle.readline()
+        first = handle.readline()
+    dup = work / f"import_{rows}_dup.csv"
+    shutil.copyfile(path, dup)
+    with dup.open("ab") as out:
+        out.write(first)
+    pid, times, cpus = app.server.process.pid, [], []
+    answer = ""
+    for i, source in enumerate((path, dup)):
+        table = f"unique_{rows}_{i}"
+        app._ok(app.admin.post(f"{app.base}/tables", json={"name": table, "columns": [
+            {**COLUMNS[0], "unique": True}, *COLUMNS[1:]]}))
+        cpu0 = cpu_seconds(pid) + cpu_seconds(app.server.db_pid)
+        start = time.perf_counter()
+        response = app.post_file(table, source)
+        times.append(time.perf_counter() - start)
+        cpus.append(cpu_seconds(pid) + cpu_seconds(app.server.db_pid) - cpu0)
+        expected = 201 if source is path else 422
+        if response.status_code != expected:
+            raise SystemExit(f"unexpected answer {response.status_code}: {response.text[:500]}")
+        answer = response.text[:200]
+        if source is path:
+            asyncio.run(_drop_app_table(db_url, app.schema(), table))
+    path.unlink()
+    dup.unlink()
+    return DuplicateResult(rows, times[0], cpus[0], times[1], cpus[1], answer)
+
+
+def duplicate_report(results: list[DuplicateResult]) -> str:
+    lines = [f"{'rows':>9} {'clean':>8} {'cpu':>7} {'dup last':>9} {'cpu':>7} {'ratio':>6}"]
+    for r in results:
+        lines.append(f"{r.rows:>9} {r.clean_s:>7.2f}s {r.clean_cpu:>6.1f}s {r.duplicate_s:>8.2f}s "
+                     f"{r.duplicate_cpu:>6.1f}s {r.duplicate_s / r.clean_s:>5.2f}x")
+    lines.append("clean = the file into a table with a unique name (201); dup last = the same file "
+                 "plus one last line repeating line 2's name (422 naming it); cpu = server + "
+                 "PostgreSQL CPU seconds.")
+    return "\n".join(lines)
+
+
 # --- report -------------------------------------------------------------------------------------
 
 def mib(n: int | None) -> str:
@@ -384,6 +447,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="also write the results as JSON to this file")
     parser.add_argument("--py-spy", metavar="FILE", help="profile the server with py-spy during the "
                         "first import of the largest size; collapsed stacks go to FILE")
+    parser.add_argument("--duplicate-last", action="store_true",
+                        help="also time a file whose last line repeats a unique value (422)")
+    parser.add_argument("--no-clean", action="store_true",
+                        help="skip the endpoint-against-COPY comparison")
     args = parser.parse_args(argv)
     sizes = [int(x.replace("_", "")) for x in args.rows.split(",") if x.strip()]
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="authoric-bench-"))
@@ -392,18 +459,27 @@ def main(argv: list[str] | None = None) -> int:
           f"{platform.platform()}, Python {platform.python_version()}, load avg "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     results: list[Result] = []
+    duplicates: list[DuplicateResult] = []
     try:
         with running_server(work) as server:
             app = App(server)
             for rows in sizes:
                 print(f"... {rows} rows", flush=True)
                 profile = Path(args.py_spy) if args.py_spy and rows == max(sizes) else None
-                results.append(run_size(app, server.db_url, work, rows, args.repeat, profile))
-                print(report(results[-1:]).splitlines()[1], flush=True)
+                if not args.no_clean:
+                    results.append(run_size(app, server.db_url, work, rows, args.repeat, profile))
+                    print(report(results[-1:]).splitlines()[1], flush=True)
+                if args.duplicate_last:
+                    duplicates.append(run_duplicate(app, server.db_url, work, rows))
+                    print(duplicate_report(duplicates[-1:]).splitlines()[1], flush=True)
     finally:
         if not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)
-    print(report(results))
+    if results:
+        print(report(results))
+    if duplicates:
+        print(duplicate_report(duplicates))
+        print(duplicates[-1].answer)
     print(f"load avg after: {os.getloadavg()[0]:.1f}")
     if args.json:
         Path(args.json).write_text(json.dumps([{**asdict(r), "endpoint": r.endpoint,

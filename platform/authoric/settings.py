@@ -40,6 +40,20 @@ class Settings(BaseSettings):
         default=60, ge=1, validation_alias="AUTHORIC_RATE_LIMIT_WINDOW",
         description="length of the login throttle's fixed window, in seconds",
     )
+    hidden_conflict_limit: int = Field(
+        default=10, ge=1, validation_alias="AUTHORIC_HIDDEN_CONFLICT_LIMIT",
+        description="writes one member may have refused per window because a unique value is "
+                    "held by a row the member may not read; past it 429",
+    )
+    import_time_budget: float = Field(
+        default=300.0, gt=0, validation_alias="AUTHORIC_IMPORT_TIME_BUDGET",
+        description="seconds a CSV import may run; past it 503 and nothing is written",
+    )
+    trusted_proxies: str = Field(
+        default="", validation_alias="AUTHORIC_TRUSTED_PROXIES",
+        description="comma-separated proxy addresses or networks whose X-Forwarded-For is "
+                    "believed; none by default",
+    )
     test_clock_file: Path | None = Field(
         default=None, validation_alias="AUTHORIC_TEST_CLOCK_FILE",
         description="TESTS ONLY: a file holding seconds to add to the clock for token expiry",

@@ -4,6 +4,9 @@ Two counters apply to each attempt at `/{app}/auth/token` (and the first to `/re
 - per client address within the app (`AUTHORIC_TOKEN_RATE_LIMIT`), against one guesser;
 - per account, the email within the app (`AUTHORIC_LOGIN_ACCOUNT_LIMIT`), against guessing
   one account's password from many addresses.
+A third counter, per member (user and org), counts writes refused because a unique value is
+held by a row the writer may not read (`AUTHORIC_HIDDEN_CONFLICT_LIMIT`): guesses at hidden
+values through uniqueness.
 
 Counts key on the app's uid as the database resolved it, so the name, the uid, or the uid
 spelled differently all share one bucket, and an unknown app is a 404 before anything is
@@ -28,19 +31,15 @@ from authoric.catalog.names import app_key
 from authoric.errors import NotFound, TooManyRequests
 from authoric.settings import Settings
 
-CLIENT, ACCOUNT = "client", "account"
+CLIENT, ACCOUNT, HIDDEN_CONFLICT = "client", "account", "hidden_conflict"
 PURGE_BATCH = 1000
 
 # A counter's window opens at its first attempt and lasts :window seconds (database clock,
 # shared by every replica); the first attempt after it opens the next one. Windows aligned to
 # the clock would let a burst straddle a boundary, and make "the N+1st attempt is refused"
 # depend on when the attempts started.
-_COUNT = """
-WITH app AS (
-    SELECT uid FROM authoric.apps WHERE {app_is}
-), hit AS (
-    INSERT INTO authoric.login_throttle AS t (app_uid, key, window_start, hits)
-    SELECT app.uid, v.key, now(), 1 FROM app, unnest(CAST(:keys AS bytea[])) AS v(key)
+# One attempt on the counter (app_uid, key), as the tail of an INSERT ... SELECT/VALUES.
+_BUMP = """
     ON CONFLICT (app_uid, key) DO UPDATE
     SET hits = CASE WHEN t.window_start > now() - make_interval(secs => CAST(:window AS integer))
                     THEN t.hits + 1 ELSE 1 END,
@@ -49,11 +48,20 @@ WITH app AS (
                             THEN t.window_start ELSE now() END
     RETURNING t.key, t.hits, CAST(ceil(extract(epoch FROM t.window_start - now()))
                                   AS integer) + CAST(:window AS integer) AS retry
-)
+"""
+_COUNT = """
+WITH app AS (
+    SELECT uid FROM {app_is}
+), hit AS (
+    INSERT INTO authoric.login_throttle AS t (app_uid, key, window_start, hits)
+    SELECT app.uid, v.key, now(), 1 FROM app, unnest(CAST(:keys AS bytea[])) AS v(key)
+""" + _BUMP.replace("{", "{{").replace("}", "}}") + """)
 SELECT app.uid, hit.key, hit.hits, hit.retry FROM app LEFT JOIN hit ON true
 """
-_COUNT_BY_UID = text(_COUNT.format(app_is="uid = CAST(:app AS uuid)"))
-_COUNT_BY_NAME = text(_COUNT.format(app_is="name = :app"))
+_COUNT_BY_UID = text(_COUNT.format(app_is="authoric.apps WHERE uid = CAST(:app AS uuid)"))
+_COUNT_BY_NAME = text(_COUNT.format(app_is="authoric.apps WHERE name = :app"))
+_COUNT_ONE = text("INSERT INTO authoric.login_throttle AS t (app_uid, key, window_start, hits) "
+                  "VALUES (:app, :key, now(), 1)" + _BUMP)
 
 _PURGE = text("""
 DELETE FROM authoric.login_throttle WHERE ctid = ANY(ARRAY(
@@ -87,7 +95,8 @@ class RateLimiter:
     """Counts login and refresh attempts; built once per process from the settings."""
 
     def __init__(self, settings: Settings) -> None:
-        self.limits = {CLIENT: settings.token_rate_limit, ACCOUNT: settings.account_rate_limit}
+        self.limits = {CLIENT: settings.token_rate_limit, ACCOUNT: settings.account_rate_limit,
+                       HIDDEN_CONFLICT: settings.hidden_conflict_limit}
         self.window = settings.rate_window
         self._next_purge = 0.0
 
@@ -115,6 +124,17 @@ class RateLimiter:
             return Verdict(rows[0].uid, None, 0)
         retry, kind = max(over)  # both passed: wait for the later window
         return Verdict(rows[0].uid, kind, int(retry))
+
+    async def count_hidden_conflict(self, conn: AsyncConnection, app_uid: uuid.UUID,
+                                    user_uid: uuid.UUID, org_uid: uuid.UUID) -> Verdict:
+        """Count one write refused by a unique value that a row the writer may not read holds
+        (the member's uniqueness guesses, REST and import alike). Its own committed
+        transaction, like a login attempt: the refused write itself rolls back."""
+        row = (await conn.execute(_COUNT_ONE, {
+            "app": app_uid, "window": self.window,
+            "key": _key(HIDDEN_CONFLICT, f"{user_uid}\x00{org_uid}")})).one()
+        over = HIDDEN_CONFLICT if row.hits > self.limits[HIDDEN_CONFLICT] else None
+        return Verdict(app_uid, over, int(row.retry))
 
     async def _purge_now_and_then(self, conn: AsyncConnection) -> None:
         if time.monotonic() < self._next_purge:

@@ -200,6 +200,8 @@ async def import_rows(request: Request, app: str, table: str) -> Response:
     spool = await csv_import.spool_body(request.stream())
     try:
         async with governed(request, app, table, "create") as (ex, access):
-            return answer({"inserted": await csv_import.import_csv(ex.conn, access, spool)}, 201)
+            budget = request.app.state.services.settings.import_time_budget
+            return answer({"inserted": await csv_import.import_csv(ex.conn, access, spool, budget)},
+                          201)
     finally:
         spool.close()

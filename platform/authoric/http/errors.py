@@ -35,7 +35,18 @@ def error_response(error: AuthoricError) -> JSONResponse:
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AuthoricError)
-    async def _known(_: Request, exc: AuthoricError) -> JSONResponse:
+    async def _known(request: Request, exc: AuthoricError) -> JSONResponse:
+        member = getattr(exc, "hidden_conflict_of", None)
+        if member is not None:
+            # A guess at a value hidden from the writer: counted (after the write rolled
+            # back, on a connection of its own); past the limit, 429 instead of the answer.
+            services = request.app.state.services
+            async with services.engine.begin() as conn:
+                verdict = await services.token_limiter.count_hidden_conflict(conn, *member)
+            try:
+                verdict.raise_if_over()
+            except AuthoricError as over:
+                return error_response(over)
         return error_response(exc)
 
     @app.exception_handler(DBAPIError)

@@ -20,7 +20,7 @@ import re
 import secrets
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import IO, Any
 
 import asyncpg
@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.model import ColumnDef
 from authoric.catalog.types import REGISTRY, column_type, parse_json
+from authoric.db.errors import sqlstate
 from authoric.records.csv_stream import Record
 from authoric.records.gate import Access
 
@@ -48,6 +49,12 @@ SPOOL_READ = 1 << 16
 
 class NeedsDiagnosis(Exception):
     """The fast path cannot vouch for the file; the careful importer must look at it."""
+
+
+# Called when the move into the table broke a unique or foreign key, and every record of the
+# file is one line (so a record's place in the staged order is its line): it names the lines
+# from the staged rows (raising the 422), or returns when it finds nothing to name.
+OnKeyClash = Callable[[], Awaitable[None]]
 
 
 class Spool:
@@ -120,7 +127,8 @@ def _suspicious(column: ColumnDef) -> str:
 
 
 async def fast_import(conn: AsyncConnection, access: Access, columns: list[ColumnDef],
-                      head: bytes, rest: AsyncIterator[bytes], spool: Spool) -> int:
+                      head: bytes, rest: AsyncIterator[bytes], spool: Spool,
+                      on_key_clash: OnKeyClash | None = None) -> int:
     driver = (await conn.get_raw_connection()).driver_connection
     assert driver is not None
     names = [c.name for c in columns]
@@ -130,17 +138,20 @@ async def fast_import(conn: AsyncConnection, access: Access, columns: list[Colum
         f'CREATE TEMP TABLE "{RAW}" (uid uuid DEFAULT {_uid_default()}{defs}) ON COMMIT DROP'))
     await conn.execute(text(f'ALTER SEQUENCE "{RAW_SEQ}" OWNED BY "{RAW}".uid'))
 
+    newlines, tail = 0, b""
+
     async def body() -> AsyncIterator[bytes]:
+        nonlocal newlines, tail
         # Stop the COPY at the first stray quote: the careful path will name its line.
         if STRAY_QUOTE.search(head):
             raise NeedsDiagnosis
-        tail = head[-1:]
+        tail, newlines = head[-1:], head.count(b"\n")
         yield head
         async for chunk in rest:
             spool.write(chunk)
             if STRAY_QUOTE.search(tail + chunk[:2]) or STRAY_QUOTE.search(chunk):
                 raise NeedsDiagnosis
-            tail = chunk[-1:]
+            tail, newlines = chunk[-1:], newlines + chunk.count(b"\n")
             yield chunk
 
     try:
@@ -155,11 +166,14 @@ async def fast_import(conn: AsyncConnection, access: Access, columns: list[Colum
         raise NeedsDiagnosis
     count = int(await conn.scalar(text(f'SELECT count(*) FROM "{RAW}"')) or 0)
     if count:
-        await _move(conn, access, columns)
+        # One line per record (no quoted line breaks): the header, then `count` lines.
+        one_line_each = newlines == count + (1 if tail == b"\n" else 0)
+        await _move(conn, access, columns, on_key_clash if one_line_each else None)
     return count
 
 
-async def _move(conn: AsyncConnection, access: Access, columns: list[ColumnDef]) -> None:
+async def _move(conn: AsyncConnection, access: Access, columns: list[ColumnDef],
+                on_key_clash: OnKeyClash | None) -> None:
     table = access.table
     names = [c.name for c in columns]
     defaults = [c for c in table.definition.columns if c.name not in names and c.default is not None]
@@ -177,7 +191,12 @@ async def _move(conn: AsyncConnection, access: Access, columns: list[ColumnDef])
                 f'INSERT INTO "{table.table.schema}"."{table.name}" ({target}) '
                 f'SELECT {source} FROM "{RAW}" s ORDER BY s.uid'), params)
     except DBAPIError as exc:
-        raise NeedsDiagnosis from exc
+        if on_key_clash is None or sqlstate(exc) not in ("23505", "23503"):
+            raise NeedsDiagnosis from exc
+    else:
+        return
+    await on_key_clash()
+    raise NeedsDiagnosis
 
 
 async def _require_live_target(conn: AsyncConnection, access: Access, column: ColumnDef) -> None:

@@ -9,24 +9,35 @@ one `insert` entry per row up to 1,000 rows, else a single `bulk` entry (a `resy
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, func, select, text
+from sqlalchemy import Select, and_, false, func, select, text, true
 from sqlalchemy import column as sql_column
 from sqlalchemy import table as sql_table
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
 from uuid6 import uuid7
 
 from authoric.catalog.model import ColumnDef
 from authoric.catalog.types import BadValue, parse_json, parse_text
 from authoric.changes.log import BULK, record_change
-from authoric.errors import Forbidden, ValidationFailed
-from authoric.records.csv_fast import PG_TYPES, RAW, NeedsDiagnosis, Spool, fast_import, read_header
+from authoric.errors import Forbidden, ServiceUnavailable, ValidationFailed
+from authoric.records.csv_fast import (
+    PG_TYPES,
+    RAW,
+    NeedsDiagnosis,
+    Spool,
+    cell_cast,
+    fast_import,
+    read_header,
+)
 from authoric.records.csv_stream import CsvProblem, Record, records
-from authoric.records.gate import Access
+from authoric.records.gate import Access, reader
 from authoric.records.values import SERVER_FIELDS
 
 MAX_ERRORS = 100
@@ -49,7 +60,26 @@ class ImportErrors:
     def raise_if_any(self) -> None:
         if self.rows:
             raise ValidationFailed("the file has errors; nothing was imported",
-                                   {"rows": self.rows})
+                                   {"rows": sorted(self.rows, key=_by_line)})
+
+
+def _by_line(row: dict[str, Any]) -> int:
+    return int(row["line"] or 0)
+
+
+class HiddenConflict(ValidationFailed):
+    """A unique value of the file is taken by a row the importer may not read: one summary
+    error, naming no line, column or value, so a file of guesses learns one bit at most.
+    It counts against the importer's hidden-conflict limit (`records.conflicts`)."""
+
+    def __init__(self, access: Access, rows: list[dict[str, Any]]) -> None:
+        shown = sorted(rows, key=_by_line)
+        super().__init__("the file has errors; nothing was imported", {"rows": [
+            *shown[:MAX_ERRORS - 1],
+            {"line": None, "column": None,
+             "message": "a unique value is already taken by a row you may not read"}]})
+        p = access.principal
+        self.hidden_conflict_of = (p.app_uid, p.user_uid, p.org_uid)
 
 
 def header_columns(access: Access, header: Record) -> list[ColumnDef]:
@@ -119,21 +149,30 @@ async def spool_body(chunks: AsyncIterator[bytes]) -> Spool:
 
 
 async def import_csv(conn: AsyncConnection, access: Access,
-                     chunks: AsyncIterator[bytes] | Spool) -> int:
+                     chunks: AsyncIterator[bytes] | Spool, budget: float | None = None) -> int:
     """Import the CSV stream (or an already spooled body) into the caller's org; return how
     many rows were inserted.
 
     The fast path (`csv_fast`) lets PostgreSQL parse and type the file; when it cannot vouch
     for the file, its attempt is rolled back and the careful path below reads the spooled
     copy, naming each bad line and column (or importing what our rules accept).
+
+    Past `budget` seconds the import stops (the statement running is cancelled) and answers
+    503; the caller's transaction rolls back, so nothing is written.
     """
-    if isinstance(chunks, Spool):
-        return await _import(conn, access, chunks.chunks(), chunks)
-    spool = Spool()
     try:
-        return await _import(conn, access, chunks, spool)
-    finally:
-        spool.close()
+        async with asyncio.timeout(budget):
+            if isinstance(chunks, Spool):
+                return await _import(conn, access, chunks.chunks(), chunks)
+            spool = Spool()
+            try:
+                return await _import(conn, access, chunks, spool)
+            finally:
+                spool.close()
+    except TimeoutError as exc:
+        raise ServiceUnavailable(
+            f"the import ran past its time budget of {budget:g} s and nothing was imported; "
+            "split the file", {"reason": "import_time_budget", "budgetSeconds": budget}) from exc
 
 
 async def _import(conn: AsyncConnection, access: Access, chunks: AsyncIterator[bytes],
@@ -144,7 +183,8 @@ async def _import(conn: AsyncConnection, access: Access, chunks: AsyncIterator[b
         if columns is not None:
             try:
                 async with conn.begin_nested():
-                    count = await fast_import(conn, access, columns, head, chunks, spool)
+                    count = await fast_import(conn, access, columns, head, chunks, spool,
+                                              lambda: _name_key_clashes(conn, access, columns))
                     await record_import(conn, access, count, RAW, "uid")
                     return count
             except NeedsDiagnosis:
@@ -153,6 +193,26 @@ async def _import(conn: AsyncConnection, access: Access, chunks: AsyncIterator[b
         pass
     await spool.drain(chunks)
     return await _careful_import(conn, access, spool.chunks())
+
+
+async def _name_key_clashes(conn: AsyncConnection, access: Access,
+                             columns: list[ColumnDef]) -> None:
+    """The fast path's move broke a unique or foreign key: stage the typed rows from its raw
+    table, lines numbered in file order, and run the careful path's checks on them. A big
+    file with one bad line late is answered without reading it again in Python."""
+    typed = ", ".join(f'{cell_cast(c)} AS "{c.name}"' for c in columns)  # catalog names only
+    errors = ImportErrors()
+    try:
+        async with conn.begin_nested():
+            await conn.execute(text(f'DROP TABLE IF EXISTS "{STAGE}"'))
+            await conn.execute(text(
+                f'CREATE TEMP TABLE "{STAGE}" ON COMMIT DROP AS SELECT '
+                f"row_number() OVER (ORDER BY s.uid) + 1 AS line, s.uid"
+                f'{", " + typed if typed else ""} FROM "{RAW}" s'))
+            await _check_in_database(conn, access, columns, errors)
+    except DBAPIError as exc:  # a value that does not cast: the careful path names it
+        raise NeedsDiagnosis from exc
+    errors.raise_if_any()
 
 
 async def _careful_import(conn: AsyncConnection, access: Access, chunks: AsyncIterator[bytes]) -> int:
@@ -201,30 +261,75 @@ async def _create_stage(conn: AsyncConnection, columns: list[ColumnDef]) -> None
 
 async def _check_in_database(conn: AsyncConnection, access: Access, columns: list[ColumnDef],
                              errors: ImportErrors) -> None:
-    """References must point at live rows of the caller's org; unique values must be new."""
+    """References must point at live rows of the caller's org; unique values must be new.
+
+    Each check is one set operation over the staged file: hash joins and hash aggregates
+    (the stage is analyzed first, so the planner knows its size), linear in the file. A
+    conflict with a row the importer may not read is one summary error (`HiddenConflict`)."""
+    await conn.execute(text(f'ANALYZE "{STAGE}"'))
     org = access.principal.org_uid
     schema = access.table.table.schema
     for column in columns:
         if column.type == "reference":
             target = access.snapshot.table(str(column.references))
-            live = " AND r.deleted_at IS NULL" if target.soft_delete else ""
-            found = await conn.execute(text(
-                f'SELECT s.line FROM "{STAGE}" s WHERE s."{column.name}" IS NOT NULL AND NOT EXISTS '
-                f'(SELECT 1 FROM "{schema}"."{target.name}" r WHERE r.uid = s."{column.name}" '
-                f"AND r.org_uid = :org{live}) ORDER BY s.line LIMIT {MAX_ERRORS}"), {"org": org})
+            found = await conn.execute(text(dangling_references_sql(
+                schema, target.name, column.name, target.soft_delete)), {"org": org})
             for (line,) in found:
                 errors.add(line, column.name, "references a row that does not exist")
-        if column.unique:
-            # Soft-deleted rows free their unique values (the unique index is partial).
-            t_live = " AND t.deleted_at IS NULL" if access.table.soft_delete else ""
-            found = await conn.execute(text(
-                f'SELECT s.line FROM "{STAGE}" s WHERE s."{column.name}" IS NOT NULL AND ('
-                f'EXISTS (SELECT 1 FROM "{schema}"."{access.table.name}" t '
-                f'WHERE t.org_uid = :org AND t."{column.name}" = s."{column.name}"{t_live}) OR EXISTS '
-                f'(SELECT 1 FROM "{STAGE}" o WHERE o."{column.name}" = s."{column.name}" '
-                f"AND o.line < s.line)) ORDER BY s.line LIMIT {MAX_ERRORS}"), {"org": org})
-            for (line,) in found:
+    unique = [c for c in columns if c.unique]
+    for column in unique:
+        found = await conn.execute(text(repeated_in_file_sql(column.name)))
+        for (line,) in found:
+            errors.add(line, column.name, "duplicate value for a unique column")
+    hidden = False
+    for column in unique:
+        for line, shown in await conn.execute(existing_conflicts(access, column)):
+            if shown:
                 errors.add(line, column.name, "duplicate value for a unique column")
+            else:
+                hidden = True
+    if hidden:
+        raise HiddenConflict(access, errors.rows)
+
+
+def repeated_in_file_sql(column: str) -> str:
+    """Lines whose value of unique `column` an earlier line of the file already holds: one
+    hash aggregate finds the repeated values with their first line, one hash join the rest."""
+    return (f'SELECT s.line FROM "{STAGE}" s JOIN (SELECT "{column}" AS v, min(line) AS first '
+            f'FROM "{STAGE}" WHERE "{column}" IS NOT NULL GROUP BY "{column}" '
+            f'HAVING count(*) > 1) d ON s."{column}" = d.v AND s.line > d.first '
+            f"ORDER BY s.line LIMIT {MAX_ERRORS}")
+
+
+def existing_conflicts(access: Access, column: ColumnDef) -> Select[Any]:
+    """Lines whose value of unique `column` a live row of the org already holds, each with
+    whether the importer may read that value: a join on the unique index's columns."""
+    t = access.table.table
+    stage = sql_table(STAGE, sql_column("line"), sql_column(column.name))
+    on = [t.c.org_uid == access.principal.org_uid, t.c[column.name] == stage.c[column.name]]
+    if access.table.soft_delete:  # soft-deleted rows free their values (a partial index)
+        on.append(t.c.deleted_at.is_(None))
+    return (select(stage.c.line, _shown(access, column).label("shown"))
+            .select_from(stage.join(t, and_(*on))).order_by(stage.c.line).limit(MAX_ERRORS))
+
+
+def _shown(access: Access, column: ColumnDef) -> ColumnElement[bool]:
+    """True for a row whose value of `column` the importer may read: the read permission,
+    the read row policy, and the column not redacted."""
+    if access.operator or access.principal.acting_as_app:
+        return true()
+    decision = reader(access.snapshot, access.principal, access.table)
+    if decision is None or {column.name, f"{column.name}_uid"} & decision.redacted:
+        return false()
+    return true() if decision.policy is None else func.coalesce(decision.policy, False)
+
+
+def dangling_references_sql(schema: str | None, target: str, column: str, soft_delete: bool) -> str:
+    """Lines whose reference `column` names no live row of the org (a hash anti-join)."""
+    live = " AND r.deleted_at IS NULL" if soft_delete else ""
+    return (f'SELECT s.line FROM "{STAGE}" s WHERE s."{column}" IS NOT NULL AND NOT EXISTS '
+            f'(SELECT 1 FROM "{schema}"."{target}" r WHERE r.uid = s."{column}" '
+            f"AND r.org_uid = :org{live}) ORDER BY s.line LIMIT {MAX_ERRORS}")
 
 
 async def _insert(conn: AsyncConnection, access: Access, columns: list[ColumnDef], count: int) -> None:

@@ -1,0 +1,67 @@
+"""No bulk oracle (issue 19, finding 5): a unique value held by a row the writer may not read
+is reported as one summary error naming no line, column or value, and such refusals count
+against a per-member limit (429 with Retry-After past it).
+
+Callers: a member whose row policy hides the admin's rows and whose role redacts `ssn`,
+importing files of guesses; the same member conflicting with a row it may read.
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.scenario import AppWorld, Caller, expect
+
+HIDDEN_SUMMARY = {"line": None, "column": None,
+                  "message": "a unique value is already taken by a row you may not read"}
+
+
+def _people(world: AppWorld) -> tuple[Caller, str]:
+    world.table("people", [{"name": "ssn", "type": "text", "unique": True},
+                           {"name": "status", "type": "text"}])
+    world.role("member", ["people:*"], {"people": {"status": {"eq": "public"}}},
+               {"people": ["ssn"]})
+    org = world.org("A")
+    expect(world.admin.post(f"{world.base}/tables/people/rows",
+                            json={"org": org, "ssn": "123-45-6789", "status": "secret"}), 201)
+    return world.caller(org, ["member"]), org
+
+
+def _import(caller: Caller, world: AppWorld, body: str) -> httpx.Response:
+    return caller.post(f"{world.rows('people')}/import", content=body.encode(),
+                       headers={"Content-Type": "text/csv"})
+
+
+def test_member_importing_ten_guesses_learns_no_line_and_no_value(world: AppWorld) -> None:
+    member, _ = _people(world)
+    guesses = [f"123-45-67{n:02d}" for n in range(80, 90)]
+    body = "ssn,status\n" + "".join(f"{g},public\n" for g in guesses)
+    rows = expect(_import(member, world, body), 422, "VALIDATION_FAILED")["error"]["details"]["rows"]
+    assert rows == [HIDDEN_SUMMARY]
+    assert "123-45-6789" not in _import(member, world, body).text
+    assert expect(member.get(world.rows("people")), 200)["items"] == []
+
+
+def test_member_conflicting_with_a_row_it_may_read_is_told_the_line(world: AppWorld) -> None:
+    member, _ = _people(world)
+    expect(member.post(world.rows("people"), json={"ssn": "111", "status": "public"}), 201)
+    rows = expect(_import(member, world, "ssn,status\nnew,public\n111,public\n"),
+                  422)["error"]["details"]["rows"]
+    # ssn is redacted for this member: the visible row's value is hidden too.
+    assert rows == [HIDDEN_SUMMARY]
+    world.role("member", ["people:*"], {"people": {"status": {"eq": "public"}}})
+    rows = expect(_import(member, world, "ssn,status\nnew,public\n111,public\n"),
+                  422)["error"]["details"]["rows"]
+    assert rows == [{"line": 3, "column": "ssn", "message": "duplicate value for a unique column"}]
+
+
+def test_member_guessing_past_the_limit_gets_429_with_retry_after(world: AppWorld) -> None:
+    member, _ = _people(world)
+    body = "ssn,status\n123-45-6789,public\n"
+    for _ in range(10):  # AUTHORIC_HIDDEN_CONFLICT_LIMIT's default
+        expect(_import(member, world, body), 422, "VALIDATION_FAILED")
+    over = _import(member, world, body)
+    expect(over, 429, "TOO_MANY_REQUESTS")
+    assert int(over.headers["Retry-After"]) >= 1
+    # A file with nothing hidden in it is not refused by the limit.
+    expect(_import(member, world, "ssn,status\nmine,public\n"), 201)
