@@ -147,6 +147,19 @@ async def put_member(request: Request, app: str, org: str, user: str,
         return await tenancy.put_member(conn, app, org, user, body)
 
 
+@router.get("/apps/{app}/orgs/{org}/members")
+async def list_members(request: Request, app: str, org: str, limit: str | None = None,
+                       after: str | None = None) -> dict[str, Any]:
+    async with services(request).tx() as conn:
+        return await tenancy.list_members(conn, app, org, limit, after)
+
+
+@router.get("/apps/{app}/users/{user}/memberships")
+async def list_memberships(request: Request, app: str, user: str) -> dict[str, Any]:
+    async with services(request).tx() as conn:
+        return {"items": await tenancy.list_memberships(conn, app, user)}
+
+
 @router.delete("/apps/{app}/orgs/{org}/members/{user}", status_code=204)
 async def delete_member(request: Request, app: str, org: str, user: str) -> Response:
     async with services(request).tx() as conn:
