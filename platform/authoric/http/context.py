@@ -42,6 +42,7 @@ from authoric.plan.guard import Facts, Guard, StaleFacts
 from authoric.plan.runner import ConnectionExecutor, PoolExecutor, StatementCache, count_round_trip
 from authoric.policy.principal import Principal
 from authoric.realtime.hub import Hub
+from authoric.realtime.source import Source
 from authoric.settings import Settings
 
 T = TypeVar("T")
@@ -62,6 +63,7 @@ class Services:
     hub: Hub
     sequencer: Sequencer
     pool: asyncpg.Pool | None = None  # the request path's autocommit pool
+    source: Source | None = None  # where streams' changes come from (the change log)
     statements: StatementCache = field(default_factory=StatementCache)
     facts: FactsCache = field(default_factory=FactsCache)
     tokens: VerifiedTokens = field(init=False)
