@@ -15,7 +15,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tarfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,7 +83,7 @@ def control_url(ts_server: Restartable) -> Iterator[str]:
     """`POST /restart`: kill the server with SIGKILL and start it again on the same port."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+        def do_POST(self) -> None:
             if self.path != "/restart":
                 self.send_error(404)
                 return
@@ -120,3 +119,23 @@ def vitest(suite: str, ts_server: Restartable, control_url: str) -> None:
 def test_a_member_creates_reads_lists_updates_deletes_and_gets_typed_errors(
         ts_server: Restartable, control_url: str) -> None:
     vitest("test/crud.test.ts", ts_server, control_url)
+
+
+def test_a_member_follows_tables_resumes_from_an_id_and_hears_of_bulk_changes(
+        ts_server: Restartable, control_url: str) -> None:
+    vitest("test/stream.test.ts", ts_server, control_url)
+
+
+def test_a_member_keeps_one_session_through_expiry_with_one_refresh_and_streams_through_reauth(
+        ts_server: Restartable, control_url: str) -> None:
+    vitest("test/session.test.ts", ts_server, control_url)
+
+
+def test_a_members_streams_get_every_acknowledged_write_once_across_a_server_kill_and_restart(
+        ts_server: Restartable, control_url: str) -> None:
+    vitest("test/restart.test.ts", ts_server, control_url)
+
+
+def test_a_members_live_query_converges_to_a_fresh_list_after_a_mix_of_writes(
+        ts_server: Restartable, control_url: str) -> None:
+    vitest("test/live.test.ts", ts_server, control_url)

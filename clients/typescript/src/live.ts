@@ -128,8 +128,8 @@ export class Live<R> implements LiveQuery<R> {
       if (!this.again) break;
     }
     if (this.closed) return;
+    this.onChange(this.rows.slice());
     this.settle[0](this.rows);
-    this.notify();
   }
 
   private async load(): Promise<(R & Expanded)[]> {
