@@ -77,6 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             sampler.cancel()
+            await app.state.services.indexes.stop()
             # By now uvicorn has stopped accepting, streams have ended (sse-starlette sees the
             # shutdown) and in-flight requests have finished or the grace period is over.
             await source.stop()

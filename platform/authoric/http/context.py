@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from authoric.auth.principals import FactsCache, bearer, facts_or_refusal, load_facts, matches_app
 from authoric.auth.ratelimit import RateLimiter
 from authoric.auth.tokens import VerifiedTokens
+from authoric.catalog.indexes import IndexBuilder
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.catalog.types.builtin import MAX_JSON_DEPTH, json_depth_exceeds
 from authoric.changes.sequencer import Sequencer
@@ -66,10 +67,12 @@ class Services:
     statements: StatementCache = field(default_factory=StatementCache)
     facts: FactsCache = field(default_factory=FactsCache)
     tokens: VerifiedTokens = field(init=False)
+    indexes: IndexBuilder = field(init=False)
     count_round_trips: bool = field(init=False)
 
     def __post_init__(self) -> None:
         self.tokens = VerifiedTokens(self.jwt_secret)
+        self.indexes = IndexBuilder(self.engine)
         self.count_round_trips = os.environ.get(COUNT_FLAG) == "1"
         if self.count_round_trips:
             _count_engine_round_trips(self.engine)

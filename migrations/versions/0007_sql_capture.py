@@ -1,14 +1,14 @@
 """SQL capture: the trigger function that files direct SQL writes of captured tables in the
 change log; every table definition carries `captureSqlWrites` and `sqlName`
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-12-04
 """
 from alembic import op
 
-revision = "0006"
-down_revision = "0005"
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
