@@ -114,3 +114,13 @@ def test_operator_creates_an_org_and_a_user_assigns_a_role_and_removes_the_membe
     login = world.admin.client.post(f"/{world.name}/auth/token",
                                     json={"email": "ada@northwind.test", "password": "correct horse"})
     assert login.status_code == 422, login.text
+
+
+def test_the_settings_labels_each_fit_on_one_line(console: Page, world: AppWorld) -> None:
+    go(console, world, "settings")
+    labels = console.locator("form.settings .label-text")
+    expect(labels).to_have_count(3)
+    expect(labels.nth(2)).to_have_text("Allowed browser origins")
+    lines = labels.evaluate_all("spans => spans.map(s => s.getClientRects().length)")
+    assert lines == [1, 1, 1]
+    expect(console.get_by_text("One origin per line")).to_be_visible()
