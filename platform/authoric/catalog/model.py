@@ -124,6 +124,11 @@ class TableDef(BaseModel):
     columns: list[ColumnDef] = Field(default_factory=list)
     operations: Operations = Field(default_factory=Operations)
     soft_delete: bool = Field(default=False, alias="softDelete")
+    # Section 5: direct SQL writes are streamed too (changes/capture.py).
+    capture_sql_writes: bool = Field(default=False, alias="captureSqlWrites")
+    # The PostgreSQL table (`"schema"."table"`), filled in by the server; any value sent is
+    # replaced.
+    sql_name: str | None = Field(default=None, alias="sqlName")
     # The column that names a row to people; None: the default (see `display`).
     display_column: str | None = Field(default=None, alias="displayColumn")
 
@@ -186,6 +191,7 @@ class TableChange(BaseModel):
         """Whether rows already delivered to streams have another shape afterwards."""
         return bool(self.add_columns or self.drop_columns or self.rename_columns
                     or self.alter_columns)
+    capture_sql_writes: bool | None = Field(default=None, alias="captureSqlWrites")
 
 
 def check_columns(columns: list[ColumnDef], existing: set[str]) -> None:
