@@ -145,6 +145,11 @@ def test_a_members_live_query_converges_to_a_fresh_list_after_a_mix_of_writes(
     vitest("test/live.test.ts", ts_server, control_url)
 
 
+def test_the_platform_admin_manages_apps_tables_indexes_members_roles_and_rows_of_every_org(
+        ts_server: Restartable, control_url: str) -> None:
+    vitest("test/admin.test.ts", ts_server, control_url)
+
+
 def _tsc(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(PACKAGE / "node_modules" / ".bin" / "tsc"), "--noEmit", *args],
                           cwd=PACKAGE, capture_output=True, text=True, timeout=300)
