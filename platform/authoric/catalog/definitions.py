@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from authoric.catalog import indexes
 from authoric.catalog.apps import bump_version, find_app
 from authoric.catalog.model import ColumnDef, TableChange, TableDef, check_columns
 from authoric.catalog.names import check_name
@@ -27,12 +28,58 @@ async def list_tables(conn: AsyncConnection, app_ref: str) -> list[dict[str, Any
     docs = (await conn.execute(select(t.app_tables.c.definition)
                                .where(t.app_tables.c.app_uid == app["uid"])
                                .order_by(t.app_tables.c.created_at))).scalars()
-    return list(docs)
+    by_table = await indexes.indexes_by_table(conn, app["uid"])
+    return [_with_indexes(TableDef.model_validate(doc).public(), by_table.get(doc["name"], []))
+            for doc in docs]
 
 
-async def get_table(conn: AsyncConnection, app_ref: str, name: str) -> TableDef:
+def _with_indexes(public: dict[str, Any], listed: list[dict[str, Any]]) -> dict[str, Any]:
+    """The definition as answered: `indexes` once the table has any."""
+    return {**public, "indexes": listed} if listed else public
+
+
+async def table_view(conn: AsyncConnection, app_uid: uuid.UUID,
+                     definition: TableDef) -> dict[str, Any]:
+    """The definition as the admin routes answer it, its indexes with their state included."""
+    listed = (await indexes.indexes_by_table(conn, app_uid)).get(definition.name, [])
+    return _with_indexes(definition.public(), listed)
+
+
+async def get_table(conn: AsyncConnection, app_ref: str, name: str) -> dict[str, Any]:
     app = await find_app(conn, app_ref)
-    return await _definition(conn, app["uid"], name)
+    return await table_view(conn, app["uid"], await _definition(conn, app["uid"], name))
+
+
+# Indexes (catalog.indexes builds them; these resolve the app and table of the URL) -----------
+
+async def put_index(conn: AsyncConnection, app_ref: str, table: str, name: str,
+                    spec: indexes.IndexSpec) -> tuple[uuid.UUID, dict[str, Any], bool]:
+    """(app uid, the index as recorded, whether its build must start after commit)."""
+    app = await find_app(conn, app_ref)
+    definition = await _definition(conn, app["uid"], table)
+    view, start = await indexes.put_index(conn, app["uid"], definition, name, spec)
+    return app["uid"], view, start
+
+
+async def list_indexes(conn: AsyncConnection, app_ref: str, table: str) -> list[dict[str, Any]]:
+    app = await find_app(conn, app_ref)
+    await _definition(conn, app["uid"], table)
+    return await indexes.list_indexes(conn, app["uid"], table)
+
+
+async def get_index(conn: AsyncConnection, app_ref: str, table: str,
+                    name: str) -> dict[str, Any]:
+    app = await find_app(conn, app_ref)
+    await _definition(conn, app["uid"], table)
+    return await indexes.get_index(conn, app["uid"], table, name)
+
+
+async def delete_index(conn: AsyncConnection, app_ref: str, table: str,
+                       name: str) -> tuple[uuid.UUID, int | None]:
+    """Forget the index; (app uid, the pid of a build to cancel) for the drop after commit."""
+    app = await find_app(conn, app_ref)
+    await _definition(conn, app["uid"], table)
+    return app["uid"], await indexes.forget_index(conn, app["uid"], table, name)
 
 
 async def _definition(conn: AsyncConnection, app_uid: uuid.UUID, name: str) -> TableDef:
@@ -71,7 +118,7 @@ def _check_references(columns: list[ColumnDef], tables: set[str]) -> None:
 
 
 async def patch_table(conn: AsyncConnection, app_ref: str, name: str,
-                      change: TableChange) -> TableDef:
+                      change: TableChange) -> dict[str, Any]:
     app = await find_app(conn, app_ref)
     definition = await _definition(conn, app["uid"], name)
     if change.operations is not None:
@@ -87,11 +134,12 @@ async def patch_table(conn: AsyncConnection, app_ref: str, name: str,
     _check_references(added, set(snapshot.tables))
     definition.columns += added
     await _alter(conn, app["uid"], snapshot, definition, added, dropped)
+    await indexes.forget_dropped(conn, app["uid"], name, set(dropped))
     await conn.execute(update(t.app_tables).where(
         t.app_tables.c.app_uid == app["uid"], t.app_tables.c.name == name,
     ).values(definition=definition.public()))
     await bump_version(conn, app["uid"])
-    return definition
+    return await table_view(conn, app["uid"], definition)
 
 
 async def _alter(conn: AsyncConnection, app_uid: uuid.UUID, snapshot: Any, definition: TableDef,

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from authoric.auth.principals import FactsCache, bearer, facts_or_refusal, load_facts, matches_app
 from authoric.auth.ratelimit import RateLimiter
 from authoric.auth.tokens import Claims, VerifiedTokens
+from authoric.catalog.indexes import IndexBuilder
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.changes.sequencer import Sequencer
 from authoric.errors import AuthoricError, ServiceUnavailable
@@ -34,6 +35,7 @@ from authoric.plan.request import TableRequest
 from authoric.plan.runner import PoolExecutor, StatementCache, count_round_trip
 from authoric.policy.principal import Principal
 from authoric.realtime.hub import Hub
+from authoric.realtime.source import Source
 from authoric.records.pipeline import InTransaction, execute
 from authoric.settings import Settings
 
@@ -54,13 +56,16 @@ class Services:
     hub: Hub
     sequencer: Sequencer
     pool: asyncpg.Pool | None = None  # the request path's autocommit pool
+    source: Source | None = None  # where streams' changes come from (the change log)
     statements: StatementCache = field(default_factory=StatementCache)
     facts: FactsCache = field(default_factory=FactsCache)
     tokens: VerifiedTokens = field(init=False)
+    indexes: IndexBuilder = field(init=False)
     count_round_trips: bool = field(init=False)
 
     def __post_init__(self) -> None:
         self.tokens = VerifiedTokens(self.jwt_secret)
+        self.indexes = IndexBuilder(self.engine)
         self.count_round_trips = os.environ.get(COUNT_FLAG) == "1"
         if self.count_round_trips:
             _count_engine_round_trips(self.engine)

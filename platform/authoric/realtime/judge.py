@@ -25,13 +25,12 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
-from authoric.changes.log import BULK, DELETE
-from authoric.changes.reader import Change
 from authoric.errors import AuthoricError
 from authoric.plan.access import operation_enabled
 from authoric.plan.plan import governed_rows
 from authoric.policy.decision import Decision
 from authoric.policy.principal import Principal
+from authoric.realtime.source import BULK, DELETE, Change
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,8 @@ from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.schema import CompiledTable
-from authoric.changes.log import BULK, DELETE
-from authoric.changes.reader import Change
 from authoric.realtime.judge import Frame, frame
+from authoric.realtime.source import BULK, DELETE, Change
 
 
 async def judge_for_operator(conn: AsyncConnection, table: CompiledTable,
