@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.catalog.apps import find_app
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
+from authoric.changes.capture import SETTING
 from authoric.db import tables as t
 from authoric.db.embedded import embedded_database_url
 from authoric.db.engine import create_engine
@@ -177,8 +178,11 @@ class Session:
             yield chunk
 
     async def sql(self, statement: str, params: dict[str, Any] | None = None) -> builtins.list[Any]:
-        """Raw SQL in its own transaction. Produces NO change events: subscribers never hear
-        of what it writes. Tables live in schema `app_<app uid hex>`."""
+        """Raw SQL in its own transaction. Produces change events only for tables with
+        `captureSqlWrites` (like any direct SQL write); others' subscribers never hear of
+        what it writes. Tables live in schema `app_<app uid hex>`."""
         async with self.sdk.engine.begin() as conn:
+            # A direct SQL write: not filed by the platform, so capture must not skip it.
+            await conn.execute(text(f"SELECT set_config('{SETTING}', 'off', true)"))
             result = await conn.execute(text(statement), params or {})
             return list(result.mappings()) if result.returns_rows else []

@@ -42,7 +42,7 @@ def test_a_table_definition_gets_the_contracts_defaults() -> None:
         "columns": [{"name": "vendor", "type": "reference", "required": False, "unique": False,
                      "default": None, "references": "vendors"}],
         "operations": {"list": True, "read": True, "create": True, "update": True, "delete": True},
-        "softDelete": False}
+        "softDelete": False, "captureSqlWrites": False, "sqlName": None}
 
 
 def test_a_table_change_keeps_the_operations_it_leaves_out() -> None:

@@ -19,6 +19,7 @@ from authoric.catalog.names import check_name
 from authoric.catalog.schema import compile_table, physical_column, schema_name
 from authoric.catalog.snapshot import load_snapshot
 from authoric.catalog.types import column_type
+from authoric.changes.capture import set_capture, sql_name
 from authoric.db import tables as t
 from authoric.errors import Conflict, NotFound, ValidationFailed
 
@@ -103,6 +104,9 @@ async def create_table(conn: AsyncConnection, app_ref: str, definition: TableDef
         compile_table(app["uid"], other.definition, metadata)
     compiled = compile_table(app["uid"], definition, metadata)
     await conn.run_sync(lambda sync: compiled.table.create(sync))
+    definition.sql_name = sql_name(app["uid"], definition.name)
+    if definition.capture_sql_writes:
+        await set_capture(conn, app["uid"], definition.name, definition.soft_delete, True)
     await conn.execute(t.app_tables.insert().values(
         app_uid=app["uid"], name=definition.name, definition=definition.public()))
     await bump_version(conn, app["uid"])
@@ -135,6 +139,11 @@ async def patch_table(conn: AsyncConnection, app_ref: str, name: str,
     definition.columns += added
     await _alter(conn, app["uid"], snapshot, definition, added, dropped)
     await indexes.forget_dropped(conn, app["uid"], name, set(dropped))
+    if change.capture_sql_writes is not None:
+        definition.capture_sql_writes = change.capture_sql_writes
+        await set_capture(conn, app["uid"], name, definition.soft_delete,
+                          change.capture_sql_writes)
+    definition.sql_name = sql_name(app["uid"], name)
     await conn.execute(update(t.app_tables).where(
         t.app_tables.c.app_uid == app["uid"], t.app_tables.c.name == name,
     ).values(definition=definition.public()))

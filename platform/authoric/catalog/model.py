@@ -84,6 +84,11 @@ class TableDef(BaseModel):
     columns: list[ColumnDef] = Field(default_factory=list)
     operations: Operations = Field(default_factory=Operations)
     soft_delete: bool = Field(default=False, alias="softDelete")
+    # Section 5: direct SQL writes are streamed too (changes/capture.py).
+    capture_sql_writes: bool = Field(default=False, alias="captureSqlWrites")
+    # The PostgreSQL table (`"schema"."table"`), filled in by the server; any value sent is
+    # replaced.
+    sql_name: str | None = Field(default=None, alias="sqlName")
 
     def public(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True)
@@ -100,6 +105,7 @@ class TableChange(BaseModel):
     operations: OperationsChange | None = None
     add_columns: list[ColumnDef] = Field(default_factory=list, alias="addColumns")
     drop_columns: list[str] = Field(default_factory=list, alias="dropColumns")
+    capture_sql_writes: bool | None = Field(default=None, alias="captureSqlWrites")
 
 
 def check_columns(columns: list[ColumnDef], existing: set[str]) -> None:
