@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -139,3 +140,68 @@ def test_a_members_streams_get_every_acknowledged_write_once_across_a_server_kil
 def test_a_members_live_query_converges_to_a_fresh_list_after_a_mix_of_writes(
         ts_server: Restartable, control_url: str) -> None:
     vitest("test/live.test.ts", ts_server, control_url)
+
+
+def _tsc(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(PACKAGE / "node_modules" / ".bin" / "tsc"), "--noEmit", *args],
+                          cwd=PACKAGE, capture_output=True, text=True, timeout=300)
+
+
+def test_typed_calls_compile_and_each_named_mistake_fails_tsc(node_packages: None) -> None:
+    package = _tsc("-p", "tsconfig.json")  # the library and its tests
+    assert package.returncode == 0, package.stdout
+    good = _tsc("-p", "test/types/tsconfig.json")  # its @ts-expect-error lines must all fail
+    assert good.returncode == 0, good.stdout
+
+
+def test_a_numeric_column_given_a_number_fails_tsc_on_that_line(node_packages: None) -> None:
+    bad = _tsc("-p", "test/types/tsconfig.bad.json")
+    lines = (PACKAGE / "test" / "types" / "bad.ts").read_text().splitlines()
+    marked = next(i for i, line in enumerate(lines, 1) if "DELIBERATE ERROR" in line)
+    errors = re.findall(r"test/types/bad\.ts\((\d+),\d+\): error (TS\d+)", bad.stdout)
+    assert bad.returncode != 0
+    assert errors == [(str(marked), "TS2322")], bad.stdout
+
+
+def test_the_packed_tarball_installs_on_its_own_and_talks_to_the_server_from_node(
+        ts_server: Restartable, tmp_path: Path) -> None:
+    """`npm pack` builds (checking the first-load budget), and the tarball installs into an
+    empty project with no other package and works there."""
+    packed = subprocess.run(["npm", "pack", "--pack-destination", str(tmp_path), "--loglevel=error"],
+                            cwd=PACKAGE, capture_output=True, text=True, timeout=300, check=True)
+    assert "KB gzip (budget 15 KB)" in packed.stdout + packed.stderr
+    tarball = next(tmp_path.glob("authoric-client-*.tgz"))
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "package.json").write_text('{"name": "app", "private": true, "type": "module"}')
+    subprocess.run(["npm", "install", str(tarball), "--no-audit", "--no-fund", "--offline",
+                    "--loglevel=error"], cwd=app, check=True, capture_output=True, timeout=300)
+    installed = app / "node_modules" / "@authoric" / "client"
+    assert (installed / "dist" / "index.d.ts").exists() and not (installed / "src").exists()
+    assert not (app / "node_modules" / ".bin").exists()  # no dependency came along
+    script = """
+        import { createClient, AuthoricError } from "@authoric/client";
+        import { createAdminClient } from "@authoric/client/admin";
+        const [url, token] = process.argv.slice(2);
+        const admin = createAdminClient({ url, token });
+        const name = "packed" + Date.now();
+        await admin.apps.create({ name });
+        const app = admin.app(name);
+        await app.tables.create({ name: "notes", columns: [{ name: "body", type: "text" }] });
+        const org = await app.orgs.create({ name: "O" });
+        await app.roles.put("writer", { permissions: ["notes:*"] });
+        const user = await app.users.create({ email: "p@example.com", password: "correct horse" });
+        await app.members.set(org.uid, user.uid, ["writer"]);
+        const db = createClient({ url, app: name });
+        await db.auth.signIn({ email: "p@example.com", password: "correct horse" });
+        await db.table("notes").create({ body: "from the tarball" });
+        const page = await db.table("notes").list();
+        let code = null;
+        try { await db.table("missing").list(); } catch (e) { code = e instanceof AuthoricError && e.code; }
+        console.log(JSON.stringify({ bodies: page.items.map((r) => r.body), code }));
+    """
+    (app / "check.mjs").write_text(script)
+    ran = subprocess.run(["node", "check.mjs", ts_server.proc.url, ts_server.proc.admin_token],
+                         cwd=app, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == '{"bodies":["from the tarball"],"code":"NOT_FOUND"}'
