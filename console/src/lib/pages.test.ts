@@ -11,7 +11,14 @@ describe('reading a paged list', () => {
       asked.push(after);
       return pages[after ?? ''];
     });
-    expect(all).toEqual([1, 2, 3]);
+    expect([...all]).toEqual([1, 2, 3]);
+    expect(all.complete).toBe(true);
     expect(asked).toEqual([null, 'a', 'b']);
+  });
+
+  it('stops after the pages asked for and says the list went on', async () => {
+    const some = await collectPages(async (after) => ({ items: [after ?? 'first'], next: 'more' }), 2);
+    expect([...some]).toEqual(['first', 'more']);
+    expect(some.complete).toBe(false);
   });
 });
