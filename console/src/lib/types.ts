@@ -1,7 +1,7 @@
 // The shapes of the contract's resources, as the console reads them.
 
 export const COLUMN_TYPES = [
-  'text', 'integer', 'numeric', 'boolean', 'timestamp', 'date', 'uuid', 'json', 'reference',
+  'text', 'integer', 'numeric', 'boolean', 'timestamp', 'date', 'uuid', 'json', 'reference', 'select',
 ] as const;
 export type ColumnType = (typeof COLUMN_TYPES)[number];
 
@@ -12,6 +12,8 @@ export interface Column {
   unique?: boolean;
   default?: unknown;
   references?: string;
+  /** A `select` column's allowed values. */
+  options?: string[];
 }
 
 export const OPERATIONS = ['list', 'read', 'create', 'update', 'delete'] as const;
@@ -22,6 +24,20 @@ export interface TableDef {
   columns: Column[];
   operations: Record<Operation, boolean>;
   softDelete: boolean;
+  /** The column that names a row to people; null: none; absent: a server without the field. */
+  displayColumn?: string | null;
+  indexes?: Index[];
+}
+
+export type IndexState = 'building' | 'ready' | 'failed';
+
+export interface Index {
+  name: string;
+  columns: string[];
+  unique: boolean;
+  kind: 'btree' | 'search';
+  state: IndexState;
+  error?: { code: string; message: string; details?: Record<string, unknown> };
 }
 
 export interface AppSettings {
@@ -40,7 +56,8 @@ export interface App {
 
 export interface Org { uid: string; name: string }
 export interface User { uid: string; email: string }
-export interface Member { org: string; user: string; roles: string[] }
+export interface Member { org: string; user: string; roles: string[]; email?: string }
+export interface Membership { org: string; orgName: string; roles: string[] }
 
 export interface Role {
   name: string;

@@ -30,3 +30,12 @@ export function uploadCsv(url: string, token: string, file: Blob,
     xhr.send(file);
   });
 }
+
+/** The one sentence an all-or-nothing import failure shows: the server's message as a
+ *  sentence, saying that nothing was imported exactly once. */
+export function importFailure(message: string): string {
+  const text = message.trim().replace(/[.;:,\s]+$/, '');
+  const sentence = text ? `${text[0].toUpperCase()}${text.slice(1)}.` : '';
+  return /nothing (was|is|has been) (imported|written)/i.test(sentence)
+    ? sentence : `${sentence}${sentence ? ' ' : ''}Nothing was imported.`;
+}

@@ -5,7 +5,7 @@ one). It is registered under each of its tables with a read class per table, so 
 per (table, read class): a subscriber of ten tables costs what ten single-table subscribers
 do in judge statements. The operator's feed (section 2a) is one more class, `OPERATOR`.
 
-The relay hands the hub batches of changes in position order. For each app with
+The source (realtime/source.py) hands the hub batches of changes in position order. For each app with
 subscribers, the hub makes sure its view of the app is current (roles, members and tables
 are re-read when the app's version moved), judges each table's part of the batch once per
 read class, and copies the frames into each subscriber's bounded queue, in position order
@@ -28,13 +28,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
-from authoric.changes.reader import Change
 from authoric.db import tables as t
 from authoric.errors import NotFound
 from authoric.policy.principal import Principal
 from authoric.realtime.classes import class_key
 from authoric.realtime.judge import Frame, ReadClass, judge
 from authoric.realtime.operator import judge_for_operator
+from authoric.realtime.source import Change
 
 log = logging.getLogger("authoric.hub")
 JUDGE_BATCH = 500  # changes judged per statement
@@ -135,7 +135,7 @@ class Hub:
         """Open streams of this user in this app, on this process."""
         return self._per_user.get(_user(principal), 0)
 
-    async def dispatch(self, changes: Sequence[Change]) -> None:
+    async def dispatch(self, changes: Sequence[Change], read_at: float = 0.0) -> None:
         """Fan out one batch (ascending positions) to this process's subscribers."""
         grouped: dict[uuid.UUID, dict[str, list[Change]]] = defaultdict(lambda: defaultdict(list))
         for change in changes:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,9 +110,9 @@ def _typed(column: ColumnDef, raw: str) -> Any:
     if column.type == "json":
         parse_text("json", raw)  # validate; the staging column takes the JSON text
         return raw
-    if column.type == "text":
-        return parse_json("text", raw)
-    return parse_text(column.type, raw)
+    if column.type in ("text", "select"):
+        return column.parse_json(raw)
+    return column.parse_text(raw)
 
 
 def _row(columns: list[ColumnDef], record: Record, errors: ImportErrors) -> list[Any] | None:
@@ -149,30 +150,35 @@ async def spool_body(chunks: AsyncIterator[bytes]) -> Spool:
 
 
 async def import_csv(conn: AsyncConnection, access: Access,
-                     chunks: AsyncIterator[bytes] | Spool, budget: float | None = None) -> int:
+                     chunks: AsyncIterator[bytes] | Spool) -> int:
     """Import the CSV stream (or an already spooled body) into the caller's org; return how
     many rows were inserted.
 
     The fast path (`csv_fast`) lets PostgreSQL parse and type the file; when it cannot vouch
     for the file, its attempt is rolled back and the careful path below reads the spooled
     copy, naming each bad line and column (or importing what our rules accept).
-
-    Past `budget` seconds the import stops (the statement running is cancelled) and answers
-    503; the caller's transaction rolls back, so nothing is written.
     """
+    if isinstance(chunks, Spool):
+        return await _import(conn, access, chunks.chunks(), chunks)
+    spool = Spool()
     try:
-        async with asyncio.timeout(budget):
-            if isinstance(chunks, Spool):
-                return await _import(conn, access, chunks.chunks(), chunks)
-            spool = Spool()
-            try:
-                return await _import(conn, access, chunks, spool)
-            finally:
-                spool.close()
+        return await _import(conn, access, chunks, spool)
+    finally:
+        spool.close()
+
+
+@asynccontextmanager
+async def time_budget(seconds: float) -> AsyncIterator[None]:
+    """Run an import (inside its transaction) for at most `seconds`: past it the statement
+    running is cancelled and the client gets 503; the transaction rolls back as the error
+    leaves it, so nothing is written and no connection is held."""
+    try:
+        async with asyncio.timeout(seconds):
+            yield
     except TimeoutError as exc:
         raise ServiceUnavailable(
-            f"the import ran past its time budget of {budget:g} s and nothing was imported; "
-            "split the file", {"reason": "import_time_budget", "budgetSeconds": budget}) from exc
+            f"the import ran past its time budget of {seconds:g} s and nothing was imported; "
+            "split the file", {"reason": "import_time_budget", "budgetSeconds": seconds}) from exc
 
 
 async def _import(conn: AsyncConnection, access: Access, chunks: AsyncIterator[bytes],

@@ -140,6 +140,51 @@ async def delete_member(conn: AsyncConnection, app_ref: str, org_ref: str, user_
     await bump_version(conn, app["uid"])
 
 
+MEMBERS_DEFAULT_LIMIT, MEMBERS_MAX_LIMIT = 50, 1000
+
+
+def _page_size(raw: str | None) -> int:
+    if raw is None:
+        return MEMBERS_DEFAULT_LIMIT
+    if not raw.isdigit() or not 1 <= int(raw) <= MEMBERS_MAX_LIMIT:
+        raise BadRequest(f"limit must be an integer from 1 to {MEMBERS_MAX_LIMIT}", {"limit": raw})
+    return int(raw)
+
+
+async def list_members(conn: AsyncConnection, app_ref: str, org_ref: str, limit: str | None,
+                       after: str | None) -> dict[str, Any]:
+    """A page of the org's members by user uid; the cursor is the last user uid of the page."""
+    app = await find_app(conn, app_ref)
+    org = await _org(conn, app["uid"], org_ref)
+    size = _page_size(limit)
+    where = [t.members.c.org_uid == org.uid]
+    if after is not None:
+        try:
+            where.append(t.members.c.user_uid > uuid.UUID(after))
+        except ValueError as exc:
+            raise BadRequest("bad cursor", {"after": after}) from exc
+    rows = (await conn.execute(
+        select(t.members.c.user_uid, t.members.c.roles, t.users.c.email)
+        .join(t.users, t.users.c.uid == t.members.c.user_uid)
+        .where(*where).order_by(t.members.c.user_uid).limit(size + 1))).all()
+    page = rows[:size]
+    return {"items": [{"org": str(org.uid), "user": str(r.user_uid), "email": r.email,
+                       "roles": list(r.roles)} for r in page],
+            "next": str(page[-1].user_uid) if len(rows) > size else None}
+
+
+async def list_memberships(conn: AsyncConnection, app_ref: str,
+                           user_ref: str) -> list[dict[str, Any]]:
+    """Every org the user belongs to, with its name and the user's roles there."""
+    app = await find_app(conn, app_ref)
+    user = await _user(conn, app["uid"], user_ref)
+    rows = await conn.execute(
+        select(t.members.c.org_uid, t.members.c.roles, t.orgs.c.name)
+        .join(t.orgs, t.orgs.c.uid == t.members.c.org_uid)
+        .where(t.members.c.user_uid == user.uid).order_by(t.orgs.c.name, t.orgs.c.uid))
+    return [{"org": str(r.org_uid), "orgName": r.name, "roles": list(r.roles)} for r in rows]
+
+
 # Roles -----------------------------------------------------------------------------------
 
 async def put_role(conn: AsyncConnection, app_ref: str, name: str, role: RoleDef) -> dict[str, Any]:
