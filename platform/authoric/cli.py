@@ -86,8 +86,12 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     # PostgreSQL (instead of dying by the signal, leaving it running).
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
+    # X-Forwarded-For is believed only from AUTHORIC_TRUSTED_PROXIES (none by default), never
+    # from uvicorn's own default (any loopback peer): the client address keys the throttle.
+    trusted = settings.trusted_proxies.strip()
     uvicorn.run("authoric.app:app_from_env", factory=True, host=args.host, port=args.port,
                 workers=workers, log_level=args.log_level,
+                proxy_headers=bool(trusted), forwarded_allow_ips=trusted or None,
                 access_log=args.access_log and settings.log_format != "json",
                 log_config=log_config(settings.log_format, args.log_level, args.access_log),
                 timeout_graceful_shutdown=settings.shutdown_grace,

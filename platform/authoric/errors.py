@@ -81,9 +81,16 @@ class InternalError(AuthoricError):
     status, code = 500, "INTERNAL"
 
 
+# A 422 lists at most this many problems (as a CSV import lists at most 100 lines): a body
+# of 60,000 unknown keys gets a short answer, not one as large as itself.
+MAX_LISTED_ERRORS = 100
+
+
 def invalid_body(exc: Exception, message: str = "the request body is invalid") -> ValidationFailed:
-    """A 422 listing each field pydantic refused (`exc` is a pydantic ValidationError)."""
+    """A 422 listing each field pydantic refused (`exc` is a pydantic ValidationError), at
+    most MAX_LISTED_ERRORS of them."""
     errors: list[Any] = getattr(exc, "errors", lambda: [])()
     return ValidationFailed(message, {"errors": [
-        {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in errors
+        {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]}
+        for e in errors[:MAX_LISTED_ERRORS]
     ]})

@@ -121,15 +121,23 @@ def test_a_body_that_is_not_an_object_is_422(model: type[BaseModel]) -> None:
             _parse(model, body)
 
 
-@pytest.mark.parametrize("raw", [b"", b"{not json", b'{"name": "x"', b"\xff\xfe",
-                                 b"[" * 100_000 + b"]" * 100_000,
-                                 b'{"permissions": [], "rowPolicies": {"t": ' + b'{"not": ' * 5000
-                                 + b"{}" + b"}" * 5001])
-def test_bytes_that_are_not_json_or_nest_past_the_parser_are_400_never_a_crash(raw: bytes) -> None:
+@pytest.mark.parametrize("raw", [b"", b"{not json", b'{"name": "x"', b"\xff\xfe"])
+def test_bytes_that_are_not_json_are_400_never_a_crash(raw: bytes) -> None:
     for model in MODELS:
         with pytest.raises(BadRequest) as caught:
             parse_body(raw, model)
         assert caught.value.status == 400 and caught.value.code == "BAD_REQUEST"
+
+
+@pytest.mark.parametrize("raw", [b"[" * 100_000 + b"]" * 100_000,
+                                 b'{"permissions": [], "rowPolicies": {"t": ' + b'{"not": ' * 5000
+                                 + b"{}" + b"}" * 5001])
+def test_json_nested_past_the_parser_is_422_too_deep_like_any_depth_past_the_limit(
+        raw: bytes) -> None:
+    for model in MODELS:
+        with pytest.raises(ValidationFailed) as caught:
+            parse_body(raw, model)
+        assert caught.value.details["reason"] == "too_deep"
 
 
 # allowedOrigins ---------------------------------------------------------------------------

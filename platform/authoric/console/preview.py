@@ -6,7 +6,7 @@ snapshot (the saved one, and a copy whose roles and enforcer carry the draft in 
 saved role), and the decision's own row clause (`Decision.rows`) in one counting statement.
 The member's other roles count on both sides, and the member is judged as holding the
 previewed role whether or not they hold it today (so a grant can be tried before it is
-given). A role that is not saved yet counts as empty on the saved side.
+given). A role that is not saved yet is a 404 (contract section 2a).
 
 Operation switches are not part of a role, so they do not enter the preview: it shows what
 the role does when the operations are on.
@@ -51,8 +51,11 @@ class PreviewRequest(BaseModel):
 
 
 def check_request(role: str, req: PreviewRequest, snapshot: AppSnapshot) -> None:
-    """The role name and the draft pass the checks a PUT of the role makes (422)."""
+    """A role name PUT would take (422), of a saved role (404, contract section 2a), and a
+    draft that passes the checks a PUT of the role makes (422)."""
     check_name(role, "role")
+    if role not in snapshot.roles:
+        raise NotFound("no such role: save it before previewing a change to it", {"role": role})
     check_role(req.draft)
     check_against_tables(req.draft, snapshot)
 

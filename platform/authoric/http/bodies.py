@@ -25,8 +25,9 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from authoric.catalog.types.builtin import MAX_JSON_DEPTH, json_depth_exceeds
-from authoric.errors import BadRequest, ValidationFailed, invalid_body
+from authoric.errors import BadRequest, invalid_body
 from authoric.http.edge import JSON, require_media
+from authoric.http.limits import refuse_nul, too_deep
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -42,15 +43,18 @@ def parse_body(raw: bytes, model: type[M]) -> M:
     try:
         parsed = model.model_validate_json(raw, strict=True)
     except ValidationError as exc:
+        if any("recursion limit" in str(error["msg"]) for error in exc.errors()):
+            raise too_deep() from exc
         if any(error["type"] == "json_invalid" for error in exc.errors()):
             raise BadRequest("the body is not valid JSON",
                              {"reason": exc.errors()[0]["msg"]}) from exc
         raise invalid_body(exc) from exc
     # Free-form parts (row policies, column defaults) could otherwise nest past the cap. The
     # parser above stops at 200 levels, so this second look cannot overflow.
-    if json_depth_exceeds(json.loads(raw), MAX_JSON_DEPTH):
-        raise ValidationFailed(f"the body is nested deeper than {MAX_JSON_DEPTH} levels",
-                               {"limit": MAX_JSON_DEPTH, "reason": "too_deep"})
+    value = json.loads(raw)
+    if json_depth_exceeds(value, MAX_JSON_DEPTH):
+        raise too_deep()
+    refuse_nul(raw, value)
     return parsed
 
 

@@ -15,7 +15,8 @@ from typing import Any
 from starlette.requests import Request
 
 from authoric.catalog.types.builtin import MAX_JSON_DEPTH, json_depth_exceeds
-from authoric.errors import BadRequest, UnsupportedMediaType, ValidationFailed
+from authoric.errors import BadRequest, UnsupportedMediaType
+from authoric.http.limits import refuse_nul, too_deep
 from authoric.plan.filters import EVERYTHING, Node, query_string_filter
 from authoric.plan.request import (
     Checked,
@@ -49,17 +50,17 @@ def require_media(content_type: str | None, media: str, what: str = "the body") 
 
 def json_value(content_type: str | None, raw: bytes) -> Any:
     """A JSON body already read whole: 415 for another content type, 400 for malformed JSON,
-    422 for nesting deeper than MAX_JSON_DEPTH."""
+    422 for nesting deeper than MAX_JSON_DEPTH (at any depth) or a NUL in a key or string."""
     require_media(content_type, JSON)
     try:
         value = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest("the body is not valid JSON") from exc
-    except RecursionError as exc:  # nesting deeper than the parser goes
-        raise BadRequest("the body is nested too deeply", {"limit": MAX_JSON_DEPTH}) from exc
+    except RecursionError as exc:  # nesting deeper than the parser goes: past the limit too
+        raise too_deep() from exc
     if json_depth_exceeds(value, MAX_JSON_DEPTH):
-        raise ValidationFailed(f"the body is nested deeper than {MAX_JSON_DEPTH} levels",
-                               {"limit": MAX_JSON_DEPTH, "reason": "too_deep"})
+        raise too_deep()
+    refuse_nul(raw, value)  # 422 before any statement: no column can store U+0000
     return value
 
 

@@ -1,6 +1,7 @@
-"""Request limits at the edge: the URL's length (400 past MAX_URL_BYTES) and the body's size,
-enforced while the body streams in (413 before it is all read). Also the test-only header
-that counts a request's database round trips."""
+"""Request limits at the edge: the URL's length (400 past MAX_URL_BYTES), the body's size,
+enforced while the body streams in (413 before it is all read), and what a JSON body may hold
+(422 for nesting past MAX_JSON_DEPTH, however deep, and for NUL characters, which PostgreSQL
+cannot store). Also the test-only header that counts a request's database round trips."""
 
 from __future__ import annotations
 
@@ -10,12 +11,28 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from authoric.errors import AuthoricError, BadRequest, PayloadTooLarge
+from authoric.catalog.types.builtin import MAX_JSON_DEPTH, json_holds_nul
+from authoric.errors import AuthoricError, BadRequest, PayloadTooLarge, ValidationFailed
 from authoric.http.errors import error_body
 from authoric.plan.runner import round_trips
 
 MAX_URL_BYTES = 8192  # path and query string together
 COUNT_FLAG = "AUTHORIC_TEST_COUNT_ROUND_TRIPS"
+
+
+def too_deep() -> ValidationFailed:
+    """The answer to a JSON body nested past MAX_JSON_DEPTH, at any depth (even past what the
+    parser itself can follow)."""
+    return ValidationFailed(f"the body is nested deeper than {MAX_JSON_DEPTH} levels",
+                            {"limit": MAX_JSON_DEPTH, "reason": "too_deep"})
+
+
+def refuse_nul(raw: bytes, value: Any) -> None:
+    """422 for a JSON body with U+0000 in any key or string: no column can store it, and it
+    must not reach a statement. (Only bodies that spell `\\u0000` are walked.)"""
+    if b"\\u0000" in raw and json_holds_nul(value):
+        raise ValidationFailed("NUL characters (\\u0000) cannot be stored, in a key or a value",
+                               {"reason": "nul_character"})
 
 
 class UrlLimit:

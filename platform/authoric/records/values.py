@@ -8,7 +8,7 @@ from typing import Any
 
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.types import BadValue
-from authoric.errors import ValidationFailed
+from authoric.errors import MAX_LISTED_ERRORS, ValidationFailed
 
 # Fields only the server sets. A body naming one is a mass-assignment attempt: refused.
 SERVER_FIELDS = frozenset({"uid", "createdAt", "updatedAt", "created_at", "updated_at", "org",
@@ -26,6 +26,8 @@ def column_values(table: CompiledTable, body: Any, *, creating: bool) -> dict[st
     values: dict[str, Any] = {}
     problems: list[dict[str, str]] = []
     for key, raw in body.items():
+        if len(problems) >= MAX_LISTED_ERRORS:
+            break
         column = table.by_field.get(key) or table.definition.column(key)
         if column is None:
             problems.append({"column": key, "message": "unknown column"})
@@ -44,7 +46,8 @@ def column_values(table: CompiledTable, body: Any, *, creating: bool) -> dict[st
         if column.required and missing:
             problems.append({"column": column.name, "message": "required"})
     if problems:
-        raise ValidationFailed("the row does not fit the table", {"errors": problems})
+        raise ValidationFailed("the row does not fit the table",
+                               {"errors": problems[:MAX_LISTED_ERRORS]})
     return values
 
 

@@ -271,6 +271,23 @@ def json_depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+def json_holds_nul(value: Any) -> bool:
+    """Whether a key or string anywhere in `value` holds NUL (U+0000), which neither text
+    nor jsonb can store (iterative: no recursion)."""
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
 class Json(ColumnType):
     """Any JSON value, stored as jsonb, nested at most MAX_JSON_DEPTH levels."""
 
@@ -282,6 +299,8 @@ class Json(ColumnType):
     def parse_json(self, value: Any) -> Any:
         if json_depth_exceeds(value, MAX_JSON_DEPTH):
             raise BadValue(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        if json_holds_nul(value):
+            raise BadValue("NUL characters (\\u0000) cannot be stored, in a key or a string")
         return value
 
     def parse_text(self, raw: str) -> Any:
