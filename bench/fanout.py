@@ -251,7 +251,8 @@ def build_world(server: Server, orgs: int, users_per_class: int, roles: list[str
                                    for org in org_uids for role, n in people])
 
     asyncio.run(enrol())
-    secret = server.jwt_secret
+    secret = server.jwt_secret if server.db_url else None
+    memberships = asyncio.run(_membership_uids(server.db_url, app_uid)) if secret else {}
     out: dict[tuple[int, str], list[str]] = defaultdict(list)
     logins = 0
     for role, n in people:
@@ -264,11 +265,25 @@ def build_world(server: Server, orgs: int, users_per_class: int, roles: list[str
             else:
                 token = jwt_tokens.encode(secret, jwt_tokens.Claims(
                     uuid.UUID(app_uid), uuid.UUID(user["uid"]), uuid.UUID(org), uuid.uuid4(),
-                    time.time() + 86_400, jwt_tokens.ACCESS))
+                    time.time() + 86_400, jwt_tokens.ACCESS,
+                    membership=memberships[(uuid.UUID(org), uuid.UUID(user["uid"]))]))
             out[(i, role)].append(token)
     admin.close()
     writer_tokens = [out.pop((i, "writer"))[0] for i in range(orgs)] if writers else []
     return World(app, app_uid, org_uids, dict(out), writer_tokens, logins, names)
+
+
+async def _membership_uids(db_url: str, app_uid: str) -> dict[tuple[uuid.UUID, uuid.UUID], uuid.UUID]:
+    """Each membership's uid (a minted access token names its membership, as issued ones do)."""
+    import asyncpg
+
+    conn = await asyncpg.connect(db_url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        rows = await conn.fetch("SELECT org_uid, user_uid, uid FROM authoric.members "
+                                "WHERE app_uid = $1", uuid.UUID(app_uid))
+    finally:
+        await conn.close()
+    return {(r["org_uid"], r["user_uid"]): r["uid"] for r in rows}
 
 
 # --- SSE subscribers over raw sockets -------------------------------------------------------

@@ -38,6 +38,7 @@ from authoric.http.table_route import TableRoutes
 from authoric.observability.metrics import Metrics
 from authoric.plan.runner import open_pool
 from authoric.realtime.hub import Hub
+from authoric.realtime.stream_leases import StreamLeases
 from authoric.settings import Settings
 
 
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             pool=pool, source=source,
         )
         app.state.source = source
+        app.state.stream_leases = StreamLeases(engine, settings)
         # Long-lived objects built at startup need no more collector passes: with thousands
         # of open streams, full collections otherwise take a large share of the loop.
         gc.freeze()
@@ -77,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             sampler.cancel()
+            await app.state.stream_leases.stop()
             await app.state.services.indexes.stop()
             # By now uvicorn has stopped accepting, streams have ended (sse-starlette sees the
             # shutdown) and in-flight requests have finished or the grace period is over.

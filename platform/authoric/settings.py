@@ -66,7 +66,13 @@ class Settings(BaseSettings):
     sse_queue_size: int = Field(default=1000, validation_alias="AUTHORIC_SSE_QUEUE_SIZE")
     sse_max_streams_per_user: int = Field(
         default=32, ge=1, validation_alias="AUTHORIC_SSE_MAX_STREAMS_PER_USER",
-        description="open subscribe streams one user may hold in one app, per server process",
+        description="open subscribe streams one user may hold in one app, across every "
+                    "worker and replica (leases in PostgreSQL)",
+    )
+    sse_lease_ttl: float = Field(
+        default=60.0, ge=1, validation_alias="AUTHORIC_SSE_LEASE_TTL",
+        description="seconds a stream's lease lives unless renewed: how soon the slots of a "
+                    "killed process are free again",
     )
     change_retention: int = Field(
         default=7 * 24 * 3600, validation_alias="AUTHORIC_CHANGE_RETENTION"

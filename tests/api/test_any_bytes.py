@@ -130,7 +130,7 @@ def test_a_body_nested_5000_deep_answers_422_like_one_nested_40_deep(target: Tar
 
 # Anything, anywhere ----------------------------------------------------------------------------
 
-@EXAMPLES
+@settings(EXAMPLES, max_examples=15)
 @given(header=TEXT, cell=TEXT, raw=BYTES)
 def test_clerk_importing_any_csv_gets_no_5xx(target: Target, header: str, cell: str,
                                              raw: bytes) -> None:
@@ -189,7 +189,7 @@ def test_clerk_naming_any_table_row_or_header_gets_no_5xx(target: Target, name: 
     assert target.rows() == before
 
 
-@EXAMPLES
+@settings(EXAMPLES, max_examples=8)  # each attempt verifies a password hash: slow on purpose
 @given(email=TEXT, password=TEXT)
 def test_stranger_logging_in_with_any_text_gets_no_5xx(target: Target, email: str,
                                                        password: str) -> None:

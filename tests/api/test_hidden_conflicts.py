@@ -65,3 +65,21 @@ def test_member_guessing_past_the_limit_gets_429_with_retry_after(world: AppWorl
     assert int(over.headers["Retry-After"]) >= 1
     # A file with nothing hidden in it is not refused by the limit.
     expect(_import(member, world, "ssn,status\nmine,public\n"), 201)
+
+
+def test_member_guessing_over_rest_gets_409s_then_429_and_rows_it_may_read_never_count(
+        world: AppWorld) -> None:
+    member, _ = _people(world)
+    world.role("member", ["people:*"], {"people": {"status": {"eq": "public"}}})  # ssn shown
+    rows = world.rows("people")
+    expect(member.post(rows, json={"ssn": "mine", "status": "public"}), 201)
+    for _ in range(15):  # a conflict with a row the member may read is just a conflict
+        expect(member.post(rows, json={"ssn": "mine", "status": "public"}), 409, "CONFLICT")
+    guess = {"ssn": "123-45-6789", "status": "public"}
+    answers = [member.post(rows, json=guess) for _ in range(11)]
+    assert [a.status_code for a in answers] == [409] * 10 + [429]
+    assert answers[0].json()["error"]["message"] == expect(
+        member.post(rows, json={"ssn": "mine", "status": "public"}), 409)["error"]["message"]
+    assert int(answers[-1].headers["Retry-After"]) >= 1
+    # The import counts against the same limit.
+    expect(_import(member, world, "ssn,status\n123-45-6789,public\n"), 429, "TOO_MANY_REQUESTS")

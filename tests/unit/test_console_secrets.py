@@ -27,7 +27,8 @@ def test_audit_details_lose_every_key_naming_a_secret_at_any_depth() -> None:
 
 def _claims(read_only: bool) -> tokens.Claims:
     return tokens.Claims(uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4(),
-                         time.time() + 60, tokens.ACCESS, read_only=read_only)
+                         time.time() + 60, tokens.ACCESS, read_only=read_only,
+                         membership=uuid.uuid4())
 
 
 def test_a_read_only_access_token_decodes_as_read_only_and_an_ordinary_one_does_not() -> None:

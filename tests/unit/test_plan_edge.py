@@ -87,7 +87,8 @@ def test_a_body_nested_past_the_limit_is_a_422_naming_the_limit() -> None:
 def test_a_verified_token_is_reused_until_its_exp_and_then_refused_as_expired() -> None:
     secret = "s" * 40
     now = float(int(time.time()))  # exp travels in whole seconds
-    claims = Claims(uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), now + 60, ACCESS)
+    claims = Claims(uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), now + 60, ACCESS,
+                    membership=uuid.uuid4())
     token = encode(secret, claims)
     cache = VerifiedTokens(secret)
     assert cache.access(token, now) == claims
@@ -103,6 +104,6 @@ def test_the_verified_token_cache_is_bounded() -> None:
     cache = VerifiedTokens(secret, size=3)
     for _ in range(10):
         claims = Claims(uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4(),
-                        time.time() + 60, ACCESS)
+                        time.time() + 60, ACCESS, membership=uuid.uuid4())
         cache.access(encode(secret, claims))
     assert len(cache._claims) == 3

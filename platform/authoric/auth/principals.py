@@ -63,13 +63,15 @@ def matches_app(ref: str, app_uid: uuid.UUID, facts: Facts) -> bool:
 
 async def load_facts(conn: AsyncConnection, claims: tokens.Claims, app_ref: str) -> Facts:
     """The current facts for a verified token and the URL's app: 404 for an unknown app,
-    401 for a token of another app or a membership that no longer exists."""
+    401 for a token of another app or a membership that no longer exists (the token's own
+    membership: one removed and given back is another)."""
     m, u = t.members, t.users
     row = (await conn.execute(
         select(t.apps.c.uid, t.apps.c.name, t.apps.c.version, m.c.roles, u.c.email)
         .select_from(t.apps.outerjoin(m, and_(
             m.c.app_uid == t.apps.c.uid, m.c.org_uid == claims.org_uid,
-            m.c.user_uid == claims.user_uid)).outerjoin(u, u.c.uid == m.c.user_uid))
+            m.c.user_uid == claims.user_uid, m.c.uid == claims.membership,
+        )).outerjoin(u, u.c.uid == m.c.user_uid))
         .where(app_where(app_ref))
     )).mappings().first()
     if row is None:

@@ -27,17 +27,19 @@ async def login(conn: AsyncConnection, secret: str, app: Any, body: Login) -> di
         t.users.c.app_uid == app["uid"], t.users.c.email == email.strip().lower()))).first()
     if not await verify_password(user.password_hash if user else None, password) or user is None:
         raise Unauthenticated(BAD_LOGIN)
-    org_uid = await _login_org(conn, user.uid, org)
+    org_uid, membership = await _login_org(conn, user.uid, org)
     await _purge_expired(conn)
-    return await _issue(conn, secret, app, user.uid, org_uid, uuid7())
+    return await _issue(conn, secret, app, user.uid, org_uid, membership, uuid7())
 
 
-async def _login_org(conn: AsyncConnection, user_uid: uuid.UUID, org: str | None) -> uuid.UUID:
-    orgs = list((await conn.execute(select(t.members.c.org_uid).where(
-        t.members.c.user_uid == user_uid))).scalars())
+async def _login_org(conn: AsyncConnection, user_uid: uuid.UUID,
+                     org: str | None) -> tuple[uuid.UUID, uuid.UUID]:
+    """The org to log in to, and the membership's uid."""
+    orgs = dict((await conn.execute(select(t.members.c.org_uid, t.members.c.uid).where(
+        t.members.c.user_uid == user_uid))).tuples().all())
     if org is None:
         if len(orgs) == 1:
-            return orgs[0]
+            return next(iter(orgs.items()))
         raise ValidationFailed("`org` is required: the user belongs to several orgs or none",
                                {"field": "org"})
     try:
@@ -46,11 +48,12 @@ async def _login_org(conn: AsyncConnection, user_uid: uuid.UUID, org: str | None
         raise Unauthenticated(BAD_LOGIN) from exc
     if wanted not in orgs:
         raise Unauthenticated(BAD_LOGIN)
-    return wanted
+    return wanted, orgs[wanted]
 
 
 async def _issue(conn: AsyncConnection, secret: str, app: Any, user_uid: uuid.UUID,
-                 org_uid: uuid.UUID, family: uuid.UUID) -> dict[str, Any]:
+                 org_uid: uuid.UUID, membership: uuid.UUID,
+                 family: uuid.UUID) -> dict[str, Any]:
     settings = app_settings(app["settings"])
     now = clock.now()
     refresh_jti = uuid7()
@@ -59,7 +62,7 @@ async def _issue(conn: AsyncConnection, secret: str, app: Any, user_uid: uuid.UU
         jti=refresh_jti, family=family, app_uid=app["uid"], user_uid=user_uid, org_uid=org_uid,
         expires_at=dt.datetime.fromtimestamp(refresh_exp, dt.UTC)))
     access = tokens.Claims(app["uid"], user_uid, org_uid, uuid7(),
-                           now + settings.access_token_ttl, tokens.ACCESS)
+                           now + settings.access_token_ttl, tokens.ACCESS, membership=membership)
     refresh = tokens.Claims(app["uid"], user_uid, org_uid, refresh_jti, refresh_exp,
                             tokens.REFRESH)
     return {
@@ -95,13 +98,13 @@ async def refresh(conn: AsyncConnection, secret: str, app: Any,
         await _revoke_family(conn, row.family)
         await conn.commit()
         raise Unauthenticated("refresh token reused; the session is revoked", {"revoked": True})
-    member = (await conn.execute(select(t.members.c.user_uid).where(
-        t.members.c.org_uid == row.org_uid, t.members.c.user_uid == row.user_uid))).first()
-    if member is None:
+    membership = await conn.scalar(select(t.members.c.uid).where(
+        t.members.c.org_uid == row.org_uid, t.members.c.user_uid == row.user_uid))
+    if membership is None:
         raise Unauthenticated("membership revoked")
     await conn.execute(update(t.refresh_tokens).where(t.refresh_tokens.c.jti == row.jti)
                        .values(spent_at=func.now()))
-    return await _issue(conn, secret, app, row.user_uid, row.org_uid, row.family)
+    return await _issue(conn, secret, app, row.user_uid, row.org_uid, membership, row.family)
 
 
 async def logout(conn: AsyncConnection, secret: str, app: Any, body: RefreshToken) -> None:

@@ -31,6 +31,9 @@ class Claims:
     expires_at: float
     token_type: str
     read_only: bool = False  # an impersonation ("view as") token: reads only, never refreshed
+    # The membership an access token was issued for (`mid`): removing the member ends it, and
+    # a membership given back later is a new one that old tokens do not reach.
+    membership: uuid.UUID | None = None
 
 
 def encode(secret: str, claims: Claims) -> str:
@@ -42,6 +45,8 @@ def encode(secret: str, claims: Claims) -> str:
     }
     if claims.read_only:
         payload["ro"] = True
+    if claims.membership is not None:
+        payload["mid"] = str(claims.membership)
     return jwt.encode(payload, secret, algorithm=ALGORITHM)
 
 
@@ -85,10 +90,13 @@ def _claims(payload: dict[str, Any], token_type: str) -> Claims:
             raise ValueError("dates")
         if type(payload.get("ro", False)) is not bool:
             raise ValueError("ro")
+        # An access token names its membership; one without (issued before memberships had
+        # ids) is refused, and its client refreshes.
+        membership = uuid.UUID(payload["mid"]) if token_type == ACCESS else None
         return Claims(uuid.UUID(aud[4:]), uuid.UUID(payload["sub"]), uuid.UUID(payload["org"]),
                       uuid.UUID(payload["jti"]), float(payload["exp"]), token_type,
-                      payload.get("ro", False))
-    except (ValueError, TypeError) as exc:
+                      payload.get("ro", False), membership)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise Unauthenticated("token claims are malformed") from exc
 
 

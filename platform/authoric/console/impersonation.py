@@ -49,15 +49,16 @@ async def impersonate(conn: AsyncConnection, secret: str, app_uid: uuid.UUID,
     """Mint the token (404 when the user is not a member of the org) and audit it."""
     user_uid, org_uid = _uid(req.user), _uid(req.org)
     m, u = t.members, t.users
-    email = None if user_uid is None or org_uid is None else await conn.scalar(
-        select(u.c.email).select_from(m.join(u, u.c.uid == m.c.user_uid)).where(and_(
-            m.c.app_uid == app_uid, m.c.org_uid == org_uid, m.c.user_uid == user_uid)))
-    if email is None or user_uid is None or org_uid is None:
+    member = None if user_uid is None or org_uid is None else (await conn.execute(
+        select(u.c.email, m.c.uid).select_from(m.join(u, u.c.uid == m.c.user_uid)).where(and_(
+            m.c.app_uid == app_uid, m.c.org_uid == org_uid, m.c.user_uid == user_uid)))).first()
+    if member is None or user_uid is None or org_uid is None:
         raise NotFound("the user is not a member of this org",
                        {"user": req.user, "org": req.org})
     expires_at = int(time.time()) + req.ttl
+    email = member.email
     claims = tokens.Claims(app_uid, user_uid, org_uid, uuid7(), expires_at, tokens.ACCESS,
-                           read_only=True)
+                           read_only=True, membership=member.uid)
     token = tokens.encode(secret, claims)
     await audit.record(conn, app_uid, "impersonate", f"users/{user_uid}", {
         "user": str(user_uid), "org": str(org_uid), "email": email, "ttl": req.ttl,

@@ -101,6 +101,9 @@ members = Table(
     Column("user_uid", UUID(as_uuid=True), ForeignKey(users.c.uid, ondelete="CASCADE"),
            nullable=False),
     Column("roles", ARRAY(Text), nullable=False),
+    # This membership's identity: removing the member and adding them back makes a new one,
+    # which the access tokens issued for the old one (claim `mid`) do not reach.
+    Column("uid", UUID(as_uuid=True), nullable=False, server_default=text("gen_random_uuid()")),
     PrimaryKeyConstraint("org_uid", "user_uid"),
 )
 
@@ -140,6 +143,20 @@ login_throttle = Table(
     Column("window_start", DateTime(timezone=True), nullable=False),
     Column("hits", Integer, nullable=False),
     PrimaryKeyConstraint("app_uid", "key"),
+    prefixes=["UNLOGGED"],
+)
+
+# One row per open subscribe stream of a user, renewed by the process serving it: the per-user
+# stream cap across workers and replicas (realtime.stream_leases). UNLOGGED: after a crash
+# every stream has ended anyway.
+stream_leases = Table(
+    "stream_leases", metadata,
+    Column("id", UUID(as_uuid=True), primary_key=True),
+    Column("app_uid", UUID(as_uuid=True), nullable=False),
+    Column("user_uid", UUID(as_uuid=True), nullable=False),
+    Column("process", UUID(as_uuid=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Index("stream_leases_user", "app_uid", "user_uid"),
     prefixes=["UNLOGGED"],
 )
 

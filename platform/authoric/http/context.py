@@ -119,7 +119,8 @@ class Services:
                 # the next request does not load the snapshot again (the guard checks it).
                 facts = expected
                 self.facts.put(key, facts)
-            guard = Guard(claims.app_uid, claims.user_uid, claims.org_uid, expected)
+            guard = Guard(claims.app_uid, claims.user_uid, claims.org_uid, expected,
+                          membership=claims.membership)
             caller = Guarded(self, header, app_ref, _principal(claims, facts), snapshot,
                              PoolExecutor(self.pool, self.statements,
                                           (claims.app_uid, snapshot.version), guard))

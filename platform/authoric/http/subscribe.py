@@ -7,6 +7,8 @@ Each route runs its gate and hands a `StreamRequest` to the one stream implement
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
+
 from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse
 from starlette.background import BackgroundTask
@@ -48,15 +50,41 @@ def table_names(raw: str | None) -> list[str]:
     return names
 
 
-def event_stream(request: Request, req: StreamRequest) -> EventSourceResponse:
-    """Open the stream (429 over the per-user cap) and answer with it."""
+async def event_stream(request: Request, req: StreamRequest) -> EventSourceResponse:
+    """Open the stream (429 over the per-user cap, this process's and the deployment's) and
+    answer with it."""
     svc = services(request)
     assert svc.source is not None
     stream = Stream(svc.settings, svc.engine, svc.hub, svc.source, req)
     stream.open()
+    lease = None
+    if req.principal is not None:
+        try:
+            lease = await request.app.state.stream_leases.take(req.principal)
+        except BaseException:
+            stream.close()
+            raise
+
+    def close() -> None:
+        stream.close()
+        if lease is not None:
+            lease.release()
+
+    async def close_on_loop() -> None:  # a sync background task would run in a thread
+        close()
+
     # `close` also runs after the response, in case it ended before the stream started.
-    return EventSourceResponse(metered_frames(request.app.state.metrics, stream), ping=0, sep="\n",
-                               background=BackgroundTask(stream.close))
+    return EventSourceResponse(released(metered_frames(request.app.state.metrics, stream), close),
+                               ping=0, sep="\n", background=BackgroundTask(close_on_loop))
+
+
+async def released(frames: AsyncIterator[bytes], close: Callable[[], None]) -> AsyncIterator[bytes]:
+    """`frames`, then `close` however they end (the stream's lease goes with its stream)."""
+    try:
+        async for chunk in frames:
+            yield chunk
+    finally:
+        close()
 
 
 @router.get("/{app}/autocrud/{table}/subscribe", response_model=None)
@@ -65,7 +93,7 @@ async def subscribe(request: Request, app: str, table: str) -> EventSourceRespon
         # Each event is read like a single-row GET: read must be on and granted too.
         admit(listing.snapshot, listing.principal, table, "read")
     require_event_stream(request)
-    return event_stream(request, StreamRequest(listing.snapshot, [listing.table],
+    return await event_stream(request, StreamRequest(listing.snapshot, [listing.table],
                                                listing.principal, last_event_id(request)))
 
 
@@ -81,7 +109,7 @@ async def subscribe_tables(request: Request, app: str) -> EventSourceResponse:
         admit(snapshot, auth.principal, name, "read_list")
         tables.append(admit(snapshot, auth.principal, name, "read").table)
     require_event_stream(request)
-    return event_stream(request, StreamRequest(snapshot, tables, auth.principal,
+    return await event_stream(request, StreamRequest(snapshot, tables, auth.principal,
                                                last_event_id(request), multi=True))
 
 
@@ -93,4 +121,4 @@ async def subscribe_as_operator(request: Request, app: str, table: str) -> Event
         snapshot = await svc.snapshot(conn, row["uid"], row["version"])
     compiled = snapshot.table(table)
     require_event_stream(request)
-    return event_stream(request, StreamRequest(snapshot, [compiled], None, last_event_id(request)))
+    return await event_stream(request, StreamRequest(snapshot, [compiled], None, last_event_id(request)))

@@ -53,6 +53,7 @@ class Guard:
     org_uid: uuid.UUID
     expected: Facts
     held: bool = False  # set once a statement's guard is seen to hold
+    membership: uuid.UUID | None = None  # the token's membership (a re-added member's is new)
 
     def cte(self) -> Any:
         a, m, u = t.apps, t.members, t.users
@@ -62,6 +63,7 @@ class Guard:
                     m.c.app_uid == a.c.uid,
                     m.c.org_uid == named("B_org", self.org_uid, a.c.uid.type),
                     m.c.user_uid == named("B_user", self.user_uid, a.c.uid.type),
+                    m.c.uid == named("B_member", self.membership, a.c.uid.type),
                 )).outerjoin(u, u.c.uid == m.c.user_uid))
                 .where(a.c.uid == named("B_app", self.app_uid, a.c.uid.type))
                 .cte("auth_facts"))
@@ -78,6 +80,7 @@ class Guard:
         """The values `cte` and `holds` bind (plan.binds)."""
         e = self.expected
         return {"B_org": self.org_uid, "B_user": self.user_uid, "B_app": self.app_uid,
+                "B_member": self.membership,
                 "B_version": e.version, "B_app_name": e.app_name,
                 "B_roles": list(e.roles or ()), "B_email": e.email}
 

@@ -16,18 +16,18 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Select, and_, false, func, select, text, true
+from sqlalchemy import Select, and_, func, select, text
 from sqlalchemy import column as sql_column
 from sqlalchemy import table as sql_table
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.sql.elements import ColumnElement
 from uuid6 import uuid7
 
 from authoric.catalog.model import ColumnDef
 from authoric.catalog.types import BadValue, parse_json, parse_text
 from authoric.changes.log import BULK, record_change
 from authoric.errors import Forbidden, ServiceUnavailable, ValidationFailed
+from authoric.records.conflicts import shown
 from authoric.records.csv_fast import (
     PG_TYPES,
     RAW,
@@ -38,7 +38,7 @@ from authoric.records.csv_fast import (
     read_header,
 )
 from authoric.records.csv_stream import CsvProblem, Record, records
-from authoric.records.gate import Access, reader
+from authoric.records.gate import Access
 from authoric.records.values import SERVER_FIELDS
 
 MAX_ERRORS = 100
@@ -68,7 +68,7 @@ def _by_line(row: dict[str, Any]) -> int:
     return int(row["line"] or 0)
 
 
-class HiddenConflict(ValidationFailed):
+class HiddenImportConflict(ValidationFailed):
     """A unique value of the file is taken by a row the importer may not read: one summary
     error, naming no line, column or value, so a file of guesses learns one bit at most.
     It counts against the importer's hidden-conflict limit (`records.conflicts`)."""
@@ -271,7 +271,7 @@ async def _check_in_database(conn: AsyncConnection, access: Access, columns: lis
 
     Each check is one set operation over the staged file: hash joins and hash aggregates
     (the stage is analyzed first, so the planner knows its size), linear in the file. A
-    conflict with a row the importer may not read is one summary error (`HiddenConflict`)."""
+    conflict with a row the importer may not read is one summary error (`HiddenImportConflict`)."""
     await conn.execute(text(f'ANALYZE "{STAGE}"'))
     org = access.principal.org_uid
     schema = access.table.table.schema
@@ -289,13 +289,13 @@ async def _check_in_database(conn: AsyncConnection, access: Access, columns: lis
             errors.add(line, column.name, "duplicate value for a unique column")
     hidden = False
     for column in unique:
-        for line, shown in await conn.execute(existing_conflicts(access, column)):
-            if shown:
+        for line, readable in await conn.execute(existing_conflicts(access, column)):
+            if readable:
                 errors.add(line, column.name, "duplicate value for a unique column")
             else:
                 hidden = True
     if hidden:
-        raise HiddenConflict(access, errors.rows)
+        raise HiddenImportConflict(access, errors.rows)
 
 
 def repeated_in_file_sql(column: str) -> str:
@@ -315,19 +315,8 @@ def existing_conflicts(access: Access, column: ColumnDef) -> Select[Any]:
     on = [t.c.org_uid == access.principal.org_uid, t.c[column.name] == stage.c[column.name]]
     if access.table.soft_delete:  # soft-deleted rows free their values (a partial index)
         on.append(t.c.deleted_at.is_(None))
-    return (select(stage.c.line, _shown(access, column).label("shown"))
+    return (select(stage.c.line, shown(access, column).label("shown"))
             .select_from(stage.join(t, and_(*on))).order_by(stage.c.line).limit(MAX_ERRORS))
-
-
-def _shown(access: Access, column: ColumnDef) -> ColumnElement[bool]:
-    """True for a row whose value of `column` the importer may read: the read permission,
-    the read row policy, and the column not redacted."""
-    if access.operator or access.principal.acting_as_app:
-        return true()
-    decision = reader(access.snapshot, access.principal, access.table)
-    if decision is None or {column.name, f"{column.name}_uid"} & decision.redacted:
-        return false()
-    return true() if decision.policy is None else func.coalesce(decision.policy, False)
 
 
 def dangling_references_sql(schema: str | None, target: str, column: str, soft_delete: bool) -> str:

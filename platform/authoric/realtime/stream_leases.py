@@ -1,0 +1,133 @@
+"""The per-user stream cap for the whole deployment: leases in PostgreSQL.
+
+`AUTHORIC_SSE_MAX_STREAMS_PER_USER` bounds the subscribe streams one user holds open in one
+app across every worker and replica. Each open stream holds a lease, a row of the UNLOGGED
+table `authoric.stream_leases` that expires `AUTHORIC_SSE_LEASE_TTL` seconds after it was
+last renewed:
+
+- opening a stream takes a lease in one short transaction (two statements): a per-user
+  advisory lock, then one statement that deletes the user's expired leases, counts the live
+  ones and inserts the new one only under the cap (else 429);
+- each process renews the leases of its open streams in one statement every third of the
+  TTL, whatever the number of streams; events cost nothing;
+- closing a stream deletes its lease (one statement, in the background); a process that is
+  killed renews nothing, so its leases lapse and its slots are free within one TTL.
+
+The count uses the database's clock, the same for every replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from dataclasses import dataclass, field
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from authoric.errors import TooManyRequests
+from authoric.policy.principal import Principal
+from authoric.settings import Settings
+
+log = logging.getLogger("authoric")
+
+_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+_TAKE = text("""
+WITH lapsed AS (
+    DELETE FROM authoric.stream_leases
+    WHERE app_uid = :app AND user_uid = :user AND expires_at <= now()
+), live AS (
+    SELECT count(*) AS n FROM authoric.stream_leases
+    WHERE app_uid = :app AND user_uid = :user AND expires_at > now()
+)
+INSERT INTO authoric.stream_leases (id, app_uid, user_uid, process, expires_at)
+SELECT :id, :app, :user, :process, now() + make_interval(secs => :ttl)
+FROM live WHERE live.n < :cap
+RETURNING id
+""")
+_RENEW = text("UPDATE authoric.stream_leases SET expires_at = now() + make_interval(secs => :ttl) "
+              "WHERE id = ANY(:ids)")
+_RELEASE = text("DELETE FROM authoric.stream_leases WHERE id = ANY(:ids)")
+
+
+@dataclass(eq=False)
+class Lease:
+    """One open stream's slot; `release` is idempotent and never waits."""
+
+    owner: StreamLeases
+    id: uuid.UUID
+    released: bool = field(default=False)
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.owner.release(self)
+
+
+class StreamLeases:
+    """This process's leases: taken, renewed and released in PostgreSQL."""
+
+    def __init__(self, engine: AsyncEngine, settings: Settings,
+                 retry_after: int = 30) -> None:
+        self.engine, self.cap, self.ttl = engine, settings.sse_max_streams_per_user, settings.sse_lease_ttl
+        self.retry_after = retry_after
+        self.process = uuid.uuid4()
+        self._held: set[uuid.UUID] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._renewer: asyncio.Task[None] | None = None
+
+    async def take(self, principal: Principal) -> Lease:
+        """A lease for one more stream of this user in this app; 429 at the cap."""
+        lease_id = uuid.uuid4()
+        params = {"app": principal.app_uid, "user": principal.user_uid, "id": lease_id,
+                  "process": self.process, "ttl": float(self.ttl), "cap": self.cap}
+        async with self.engine.begin() as conn:
+            await conn.execute(_LOCK, {"key": f"stream:{principal.app_uid}:{principal.user_uid}"})
+            taken = (await conn.execute(_TAKE, params)).first()
+        if taken is None:
+            raise TooManyRequests(
+                f"this user already has {self.cap} open streams; close one first",
+                {"limit": self.cap}, headers={"Retry-After": str(self.retry_after)})
+        self._held.add(lease_id)
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.create_task(self._renew())
+        return Lease(self, lease_id)
+
+    def release(self, lease: Lease) -> None:
+        self._held.discard(lease.id)
+        task = asyncio.get_running_loop().create_task(self._delete([lease.id]))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _delete(self, ids: list[uuid.UUID]) -> None:
+        try:
+            async with self.engine.begin() as conn:
+                await conn.execute(_RELEASE, {"ids": ids})
+        except Exception:  # the lease lapses within one TTL anyway
+            log.warning("could not release stream leases; they lapse on their own", exc_info=True)
+
+    async def _renew(self) -> None:
+        """Every third of the TTL, push the expiry of every lease still held; stop when none."""
+        while self._held:
+            await asyncio.sleep(self.ttl / 3)
+            if not self._held:
+                break
+            try:
+                async with self.engine.begin() as conn:
+                    await conn.execute(_RENEW, {"ttl": float(self.ttl), "ids": list(self._held)})
+            except Exception:  # the next round tries again; a lease lapses only after a TTL
+                log.warning("could not renew stream leases", exc_info=True)
+
+    async def stop(self) -> None:
+        """At shutdown: stop renewing and release what is still held."""
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewer
+        if self._held:
+            await self._delete(list(self._held))
+            self._held.clear()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
