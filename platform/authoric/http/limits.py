@@ -11,7 +11,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from authoric.catalog.types.builtin import MAX_JSON_DEPTH, json_holds_nul
+from authoric.catalog.types.builtin import MAX_JSON_DEPTH, json_nul_path
 from authoric.errors import AuthoricError, BadRequest, PayloadTooLarge, ValidationFailed
 from authoric.http.errors import error_body
 from authoric.plan.runner import round_trips
@@ -30,9 +30,10 @@ def too_deep() -> ValidationFailed:
 def refuse_nul(raw: bytes, value: Any) -> None:
     """422 for a JSON body with U+0000 in any key or string: no column can store it, and it
     must not reach a statement. (Only bodies that spell `\\u0000` are walked.)"""
-    if b"\\u0000" in raw and json_holds_nul(value):
+    path = json_nul_path(value) if b"\\u0000" in raw else None
+    if path is not None:
         raise ValidationFailed("NUL characters (\\u0000) cannot be stored, in a key or a value",
-                               {"reason": "nul_character"})
+                               {"reason": "nul_character", "field": path.replace("\x00", "\\u0000")})
 
 
 class UrlLimit:

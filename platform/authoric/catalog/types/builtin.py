@@ -271,21 +271,25 @@ def json_depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
-def json_holds_nul(value: Any) -> bool:
-    """Whether a key or string anywhere in `value` holds NUL (U+0000), which neither text
-    nor jsonb can store (iterative: no recursion)."""
-    stack: list[Any] = [value]
+def json_nul_path(value: Any) -> str | None:
+    """Where a key or string in `value` holds NUL (U+0000), which neither text nor jsonb can
+    store: the dotted path of the first one found (`""` for `value` itself), or None
+    (iterative: no recursion)."""
+    stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
-        node = stack.pop()
+        node, path = stack.pop()
         if isinstance(node, str):
             if "\x00" in node:
-                return True
+                return path
         elif isinstance(node, dict):
-            stack.extend(node.keys())
-            stack.extend(node.values())
+            for key, child in node.items():
+                at = f"{path}.{key}" if path else str(key)
+                if "\x00" in key:
+                    return at
+                stack.append((child, at))
         elif isinstance(node, list):
-            stack.extend(node)
-    return False
+            stack.extend((child, f"{path}.{i}" if path else str(i)) for i, child in enumerate(node))
+    return None
 
 
 class Json(ColumnType):
@@ -299,7 +303,7 @@ class Json(ColumnType):
     def parse_json(self, value: Any) -> Any:
         if json_depth_exceeds(value, MAX_JSON_DEPTH):
             raise BadValue(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-        if json_holds_nul(value):
+        if json_nul_path(value) is not None:
             raise BadValue("NUL characters (\\u0000) cannot be stored, in a key or a string")
         return value
 
