@@ -84,6 +84,7 @@ class AsyncSubscription(Generic[R]):
         self.last_event_id = last_event_id
         self.status: Status = "connecting"
         self.connections = 0  # streams opened so far (1 + reconnections)
+        self.retry_after: float | None = None  # the last wait a 429 (or 5xx) asked for
 
     def __aiter__(self) -> AsyncSubscription[R]:
         return self
@@ -118,6 +119,12 @@ class AsyncSubscription(Generic[R]):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._set_status("closed")
+        while True:  # wake a reader waiting for the next event
+            try:
+                self._queue.put_nowait(_CLOSED)
+                return
+            except asyncio.QueueFull:
+                self._queue.get_nowait()
 
     async def __aenter__(self) -> AsyncSubscription[R]:
         self.start()
@@ -150,6 +157,7 @@ class AsyncSubscription(Generic[R]):
                             raise
                         delay = exc.retry_after or self.backoff.delay(self._attempt)
                 except _Wait as wait:
+                    self.retry_after = wait.seconds
                     delay = wait.seconds if wait.seconds is not None else \
                         self.backoff.delay(self._attempt)
                 except (httpx.TransportError, httpx.StreamError, json.JSONDecodeError):
@@ -185,7 +193,7 @@ class AsyncSubscription(Generic[R]):
                 if error.status == 429:
                     raise _Wait(error.retry_after)
                 if error.status >= 500:
-                    raise _Wait(None)
+                    raise _Wait(error.retry_after)
                 raise error
             self.connections += 1
             parser = FrameParser()

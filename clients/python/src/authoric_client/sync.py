@@ -93,6 +93,13 @@ class Subscription(Generic[R]):
         except StopAsyncIteration:
             raise StopIteration from None
 
+    def next(self, timeout: float | None = None) -> Event[R]:
+        """The next event; `TimeoutError` if none comes within `timeout` seconds."""
+        try:
+            return self._loop.run(asyncio.wait_for(self._inner.__anext__(), timeout))
+        except StopAsyncIteration:
+            raise StopIteration from None
+
     def start(self) -> None:
         self._loop.run(_call(self._inner.start))
 
@@ -117,6 +124,10 @@ class Subscription(Generic[R]):
     @property
     def connections(self) -> int:
         return self._inner.connections
+
+    @property
+    def retry_after(self) -> float | None:
+        return self._inner.retry_after
 
 
 class LiveQuery(Generic[R]):
