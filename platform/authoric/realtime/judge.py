@@ -43,6 +43,7 @@ class ReadClass:
 class Frame:
     pos: int
     data: bytes
+    at: float = 0.0  # when its change was written (the delivery-latency histogram)
 
 
 def frame(pos: int | None, data: dict[str, Any], event: str | None = None) -> bytes:
@@ -100,7 +101,7 @@ async def judge(conn: AsyncConnection, snapshot: AppSnapshot, table: CompiledTab
             data = _event(table, decision, cls, change, visible.get((i, change.row_uid)),
                           (i, change.pos) in gone)
             if data is not None:
-                out[cls.key].append(Frame(change.pos, data))
+                out[cls.key].append(Frame(change.pos, data, change.at))
     return out
 
 
