@@ -84,6 +84,10 @@ class _AppView:
     # Decisions per (table, read class), valid for `version` only.
     decisions: dict[str, dict[Hashable, Any]] = field(default_factory=lambda: defaultdict(dict))
     snapshot: AppSnapshot | None = None  # the snapshot `decisions` were built on
+    # Per table: its read classes and their subscribers, kept until a subscriber comes, goes
+    # or changes class, so a batch does not walk every subscriber to regroup them.
+    groups: dict[str, tuple[dict[Hashable, ReadClass], dict[Hashable, list[Subscriber]]]] = \
+        field(default_factory=dict)
 
 
 class Hub:
@@ -103,6 +107,7 @@ class Hub:
             view.version = -1  # views disagree: the next fan-out re-reads roles and members
         for name in sub.tables:
             view.subscribers[name].add(sub)
+        view.groups.clear()
         if sub.principal is not None:
             self._per_user[_user(sub.principal)] += 1
 
@@ -112,6 +117,7 @@ class Hub:
         if view is None:
             return
         found = False
+        view.groups.clear()
         for name in sub.tables:
             subs = view.subscribers.get(name)
             if subs is not None and sub in subs:
@@ -212,23 +218,27 @@ class Hub:
                               pending: dict[Subscriber, list[list[Frame]]],
                               read_at: float = 0.0) -> None:
         view = self._apps.get(snapshot.uid)
-        subs = list(view.subscribers.get(table, ())) if view else []
-        if view is None or not subs:
+        if view is None or not view.subscribers.get(table):
             return
+        subs = view.subscribers[table]
         try:
             compiled = snapshot.table(table)
         except NotFound:
-            for sub in subs:
+            for sub in list(subs):
                 sub.close("table_dropped")
             return
-        classes: dict[Hashable, ReadClass] = {}
-        members: dict[Hashable, list[Subscriber]] = defaultdict(list)
-        for sub in subs:
-            key = sub.keys[table]
-            if key is not OPERATOR:
-                assert sub.principal is not None
-                classes.setdefault(key, ReadClass(key, sub.principal))
-            members[key].append(sub)
+        group = view.groups.get(table)
+        if group is None:
+            classes: dict[Hashable, ReadClass] = {}
+            members: dict[Hashable, list[Subscriber]] = defaultdict(list)
+            for sub in subs:
+                key = sub.keys[table]
+                if key is not OPERATOR:
+                    assert sub.principal is not None
+                    classes.setdefault(key, ReadClass(key, sub.principal))
+                members[key].append(sub)
+            group = view.groups[table] = (classes, members)
+        classes, members = group
         memo = view.decisions[table]
         for start in range(0, len(batch), JUDGE_BATCH):
             chunk = batch[start:start + JUDGE_BATCH]
@@ -267,6 +277,7 @@ class Hub:
         """Re-read roles of every member's subscriber of the app (one query); drop revoked ones."""
         view = self._apps[app_uid]
         subs = {s for group in view.subscribers.values() for s in group if s.principal is not None}
+        view.groups.clear()
         if not subs:
             return
         m = t.members
