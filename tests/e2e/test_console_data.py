@@ -400,3 +400,35 @@ def test_a_live_insert_lands_where_the_grid_order_puts_it(console: Page, shop: S
     numbers = [top["number"], high["number"], middle["number"], low["number"]]
     for index, number in enumerate(numbers):
         expect(rows(console).nth(index)).to_contain_text(number)
+
+
+def test_reference_cells_name_and_link_the_referenced_row_and_a_member_sees_only_what_they_may_read(
+        console: Page, shop: Shop) -> None:
+    vendor = expect_status(shop.north_clerk.post(shop.world.rows("vendors"),
+                                                 json={"name": "Acme Supplies"}), 201)
+    invoice = shop.invoice(status="received", vendor_uid=vendor["uid"])
+    viewer = shop.member(shop.north, ["viewer"])
+    open_grid(console, shop, 1)
+    link = cell(console, invoice["number"], "vendor_uid").get_by_role("link", name="Acme Supplies")
+    expect(link).to_have_attribute("title", vendor["uid"])
+
+    # A new invoice arriving live is named too.
+    shop.invoice(status="received", number="LIVE-1", vendor_uid=vendor["uid"])
+    expect(cell(console, "LIVE-1", "vendor_uid")).to_have_text("Acme Supplies")
+
+    link.click()
+    expect(console.get_by_test_id("linked-row")).to_contain_text(vendor["uid"])
+    expect(rows(console)).to_have_count(1)
+    expect(cell(console, "Acme Supplies", "name")).to_have_text("Acme Supplies")
+    console.get_by_role("link", name="Show all rows").click()
+    expect(console.get_by_test_id("linked-row")).to_have_count(0)
+
+    # Viewing as a member who may not read vendors: the cell keeps the bare uid.
+    go(console, shop.world, "data/invoices")
+    console.get_by_text("View as a member").click()
+    console.get_by_label("View as user").select_option(label=viewer["email"])
+    console.get_by_label("View as org").select_option(label="North")
+    console.get_by_role("button", name="View as", exact=True).click()
+    expect(console.get_by_test_id("viewing-as")).to_contain_text(viewer["email"])
+    expect(cell(console, invoice["number"], "vendor_uid")).to_have_text(vendor["uid"])
+    expect(cell(console, invoice["number"], "vendor_uid").get_by_role("link")).to_have_count(0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 from playwright.sync_api import Page, expect
 
+from tests.console_world import build_shop
 from tests.e2e.conftest import confirm, go, screenshot
 from tests.scenario import AppWorld, Caller, unique
 from tests.scenario import expect as expect_status
@@ -102,6 +103,8 @@ def test_operator_creates_an_org_and_a_user_assigns_a_role_and_removes_the_membe
     members = page.get_by_test_id("members")
     expect(members).to_contain_text("ada@northwind.test")
     expect(members).to_contain_text("clerk")
+    # The chosen user's memberships, from GET .../users/{user}/memberships.
+    expect(page.get_by_test_id("user-memberships")).to_contain_text("Northwind (clerk)")
     screenshot(page, "people")
     login = world.admin.client.post(f"/{world.name}/auth/token",
                                     json={"email": "ada@northwind.test", "password": "correct horse"})
@@ -124,3 +127,46 @@ def test_the_settings_labels_each_fit_on_one_line(console: Page, world: AppWorld
     lines = labels.evaluate_all("spans => spans.map(s => s.getClientRects().length)")
     assert lines == [1, 1, 1]
     expect(console.get_by_text("One origin per line")).to_be_visible()
+
+
+def test_operator_adds_an_index_watches_it_build_sees_a_unique_one_fail_on_duplicates_and_drops_it(
+        console: Page, world: AppWorld) -> None:
+    shop = build_shop(world)
+    first = shop.invoice(status="received")
+    second = shop.invoice(status="received")
+    shop.invoice(shop.south_clerk, status="received")
+    indexes = f"{shop.base}/tables/invoices/indexes"
+    page = console
+    go(page, world, "tables/invoices")
+    expect(page.get_by_test_id("indexes")).to_contain_text("No indexes yet")
+
+    page.get_by_label("Index name").fill("by_amount")
+    page.get_by_label("Index columns").fill("vendor, -amount")
+    page.get_by_role("button", name="Add index").click()
+    confirm(page, "Add index", 'Add index "by_amount" to "invoices": on vendor ↑, amount ↓.')
+    expect(page.get_by_test_id("index-state-by_amount")).to_have_text("ready")
+    index = expect_status(shop.admin.get(f"{indexes}/by_amount"), 200)
+    assert (index["columns"], index["unique"], index["state"]) == (["vendor", "-amount"], False, "ready")
+
+    # A column the table lacks is refused before anything is sent.
+    page.get_by_label("Index name").fill("nope")
+    page.get_by_label("Index columns").fill("amount, colour")
+    page.get_by_role("button", name="Add index").click()
+    expect(page.get_by_role("alert")).to_contain_text('"colour" is not a column of this table.')
+    assert expect_status(shop.admin.get(indexes), 200)["items"] == [index]
+
+    # Unique within an org: two North invoices share a status, so the build fails and names them.
+    page.get_by_label("Index name").fill("one_status")
+    page.get_by_label("Index columns").fill("status")
+    page.get_by_label("unique within an org").check()
+    page.get_by_role("button", name="Add index").click()
+    confirm(page, "Add index", "Unique among the rows of each org")
+    expect(page.get_by_test_id("index-state-one_status")).to_have_text("failed")
+    duplicates = page.get_by_test_id("index-duplicates-one_status").locator("li")
+    expect(duplicates).to_have_text([first["number"], second["number"]], use_inner_text=True)
+    screenshot(page, "indexes")
+
+    page.get_by_role("button", name="Drop index one_status").click()
+    confirm(page, "Drop index", 'Drop the index "one_status"')
+    expect(page.get_by_test_id("index-state-one_status")).to_have_count(0)
+    assert [i["name"] for i in expect_status(shop.admin.get(indexes), 200)["items"]] == ["by_amount"]
