@@ -10,6 +10,7 @@ Skipped, loudly, when npm is missing.
 
 from __future__ import annotations
 
+import functools
 import http.server
 import os
 import re
@@ -20,7 +21,9 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+from tests.scenario import AppWorld, expect
 from tests.servers import ServerProcess, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,6 +145,11 @@ def test_a_members_live_query_converges_to_a_fresh_list_after_a_mix_of_writes(
     vitest("test/live.test.ts", ts_server, control_url)
 
 
+def test_the_platform_admin_manages_apps_tables_indexes_members_roles_and_rows_of_every_org(
+        ts_server: Restartable, control_url: str) -> None:
+    vitest("test/admin.test.ts", ts_server, control_url)
+
+
 def _tsc(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(PACKAGE / "node_modules" / ".bin" / "tsc"), "--noEmit", *args],
                           cwd=PACKAGE, capture_output=True, text=True, timeout=300)
@@ -205,3 +213,118 @@ def test_the_packed_tarball_installs_on_its_own_and_talks_to_the_server_from_nod
                          cwd=app, capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == '{"bodies":["from the tarball"],"code":"NOT_FOUND"}'
+
+
+# -- in Chromium, on a page of another origin -------------------------------------------------
+
+CHROMIUM = Path(os.environ.get("AUTHORIC_TEST_CHROMIUM", "/usr/bin/chromium"))
+WAIT_MS = 60_000
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def page_origin(node_packages: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The library bundled by esbuild into a page, served from its own port (another origin)."""
+    out = tmp_path_factory.mktemp("ts-page")
+    subprocess.run([str(PACKAGE / "node_modules" / ".bin" / "esbuild"), "test/browser/page.ts",
+                    "--bundle", "--format=iife", f"--outfile={out / 'bundle.js'}",
+                    "--log-level=warning"], cwd=PACKAGE, check=True)
+    (out / "index.html").write_text('<!doctype html><html><head><meta charset="utf-8"></head>'
+                                    '<body><script src="/bundle.js"></script></body></html>')
+    handler = functools.partial(_QuietHandler, directory=str(out))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True, name="ts page").start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+SIGN_IN = """async ([url, app, email, password]) => {
+    window.refreshes = 0;
+    const counting = (input, init) => {
+        if (input.includes("/auth/refresh")) window.refreshes++;
+        return fetch(input, init);
+    };
+    window.db = authoric.createClient({ url, app, storage: localStorage, fetch: counting });
+    if (email) await db.auth.signIn({ email, password });
+    return db.auth.session !== null;
+}"""
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is not installed")
+def test_an_app_on_another_origin_uses_the_client_in_chromium_and_its_two_tabs_share_one_refresh(
+        ts_server: Restartable, page_origin: str) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with httpx.Client(base_url=ts_server.proc.url, timeout=30) as client:
+        world = AppWorld.create(ts_server.proc, client)
+        world.table("invoices", [{"name": "number", "type": "text", "required": True},
+                                 {"name": "seq", "type": "integer"}])
+        org = world.org("Northwind")
+        world.role("clerk", ["invoices:*"])
+        expect(world.admin.patch(world.base, json={"settings": {
+            "allowedOrigins": [page_origin], "accessTokenTtl": 60}}), 200)
+        user = world.user()
+        world.member(org, user["uid"], ["clerk"])
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                    args=["--no-sandbox", "--disable-gpu"])
+        context = browser.new_context()
+        tab = context.new_page()
+        errors: list[str] = []
+        tab.on("pageerror", lambda e: errors.append(str(e)))
+        tab.goto(f"{page_origin}/index.html")
+        tab.wait_for_function("window.authoric !== undefined", timeout=WAIT_MS)
+        assert tab.evaluate(SIGN_IN, [ts_server.proc.url, world.name, user["email"],
+                                      user["password"]])
+        # A stream and a live query, then writes: CORS carries the bearer and Last-Event-ID.
+        tab.evaluate("""() => {
+            window.events = []; window.rows = null; window.statuses = [];
+            window.sub = db.table("invoices").subscribe({ onEvent: (e) => events.push(e),
+                                                          onStatus: (s) => statuses.push(s) });
+            window.live = db.table("invoices").liveQuery({ order: "-seq", limit: 3 },
+                                                         (r) => { rows = r; });
+        }""")
+        tab.wait_for_function("window.rows !== null && sub.status === 'live'", timeout=WAIT_MS)
+        tab.evaluate("""async () => {
+            const t = db.table("invoices");
+            for (let i = 0; i < 5; i++) await t.create({ number: `B-${i}`, seq: i });
+            const first = (await t.list({ order: "seq", limit: 1 })).items[0];
+            await t.update(first.uid, { seq: 10 });
+            const gone = (await t.list({ filter: { seq: 4 } })).items[0];
+            await t.delete(gone.uid);
+        }""")
+        tab.wait_for_function("events.length === 7", timeout=WAIT_MS)
+        assert tab.evaluate("events.map((e) => e.op)") == ["insert"] * 5 + ["update", "delete"]
+        tab.wait_for_function("rows.map((r) => r.number).join() === 'B-0,B-3,B-2'",
+                              timeout=WAIT_MS)
+
+        # A second tab of the same app takes the stored session. The server's clock moves past
+        # the token's life; both tabs call at once: one refresh between them, under a Web Lock.
+        other = context.new_page()
+        other.on("pageerror", lambda e: errors.append(str(e)))
+        other.goto(f"{page_origin}/index.html")
+        other.wait_for_function("window.authoric !== undefined", timeout=WAIT_MS)
+        assert other.evaluate(SIGN_IN, [ts_server.proc.url, world.name, None, None])
+        ts_server.clock_file.write_text("61")
+        try:
+            calls = "() => Promise.all([1, 2, 3, 4, 5].map(() => db.table('invoices').list()))" \
+                    ".then((pages) => pages.map((p) => p.items.length))"
+            tab.evaluate("window.tabCalls = (" + calls + ")()")
+            other.evaluate("window.tabCalls = (" + calls + ")()")
+            assert tab.evaluate("tabCalls") == [4] * 5
+            assert other.evaluate("tabCalls") == [4] * 5
+            assert tab.evaluate("refreshes") + other.evaluate("refreshes") == 1
+            # The family survives: either tab refreshes again, and both go on working.
+            other.evaluate("db.auth.refresh()")
+            assert tab.evaluate("db.table('invoices').list().then((p) => p.items.length)") == 4
+        finally:
+            ts_server.clock_file.write_text("0")
+        assert errors == []
+        context.close()
+        browser.close()

@@ -8,6 +8,7 @@ import type { ChangeEvent, Expanded, Filter, ListQuery, Page, UntypedRow } from 
 
 export { AuthoricError } from "./errors.js";
 export type { Subscription, StreamOptions } from "./stream.js";
+export type { ChangeEvent, Expanded, Filter, ListQuery, Page, Status, UntypedRow } from "./types.js";
 
 export type ColumnType = "text" | "integer" | "numeric" | "boolean" | "timestamp" | "date" | "uuid" | "json" | "reference" | "select";
 

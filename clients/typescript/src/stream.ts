@@ -135,7 +135,8 @@ export class Stream<E = ChangeEvent> implements Subscription {
     const tokens = this.http.tokens;
     const token = (this.usedToken = tokens ? await tokens.token() : null);
     if (this.closed) return "ended";
-    const headers: Record<string, string> = { Accept: "text/event-stream", "Cache-Control": "no-cache" };
+    // Only headers the contract's CORS allows (a browser on another origin preflights them).
+    const headers: Record<string, string> = { Accept: "text/event-stream" };
     if (token) headers.Authorization = `Bearer ${token}`;
     const probing = this.lastEventId === undefined;
     headers["Last-Event-ID"] = this.lastEventId ?? PROBE;
