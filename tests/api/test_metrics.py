@@ -102,6 +102,16 @@ def test_a_scraper_without_a_token_or_with_a_member_token_gets_401(
            401, "UNAUTHENTICATED")
 
 
+def test_an_operator_reading_metrics_is_told_which_pool_each_pool_gauge_watches(
+        own: tuple[ServerProcess, httpx.Client]) -> None:
+    _, client = own
+    text = client.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).text
+    help_of = {line.split()[2]: line for line in text.splitlines() if line.startswith("# HELP")}
+    assert "SQLAlchemy engine's pool" in help_of["authoric_db_pool_in_use"]
+    assert "authoric_db_request_pool_" in help_of["authoric_db_pool_in_use"]
+    assert "asyncpg pool that serves table requests" in help_of["authoric_db_request_pool_size"]
+
+
 def test_the_metrics_token_scrapes_metrics_but_opens_no_admin_route(
         own: tuple[ServerProcess, httpx.Client]) -> None:
     server, client = own

@@ -8,9 +8,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.db import tables as t
-from authoric.realtime.source import BULK, DELETE, INSERT, UPDATE
+from authoric.realtime.source import BULK, DELETE, INSERT, SCHEMA, UPDATE
 
-__all__ = ["BULK", "DELETE", "INSERT", "UPDATE", "record_change"]
+__all__ = ["BULK", "DELETE", "INSERT", "SCHEMA", "UPDATE", "record_change"]
 
 
 async def record_change(conn: AsyncConnection, *, app_uid: uuid.UUID, table: str, op: str,

@@ -70,13 +70,20 @@ class Metrics:
         self.in_flight = Gauge("authoric_http_requests_in_flight",
                                "requests begun and not yet answered in full",
                                multiprocess_mode="livesum", registry=r)
-        self.pool_in_use = Gauge("authoric_db_pool_in_use", "pooled connections checked out",
-                                 multiprocess_mode="livesum", registry=r)
-        self.pool_waiting = Gauge("authoric_db_pool_waiting",
-                                  "callers waiting for a pooled connection",
-                                  multiprocess_mode="livesum", registry=r)
+        # Two pools: the SQLAlchemy engine's (admin and console routes, transactions) and the
+        # asyncpg pool that serves table requests. Each gauge's help says which it watches.
+        self.pool_in_use = Gauge(
+            "authoric_db_pool_in_use",
+            "connections checked out of the SQLAlchemy engine's pool (admin and console routes, "
+            "transactions; table requests use the request pool: authoric_db_request_pool_*)",
+            multiprocess_mode="livesum", registry=r)
+        self.pool_waiting = Gauge(
+            "authoric_db_pool_waiting",
+            "callers waiting for a connection of the SQLAlchemy engine's pool",
+            multiprocess_mode="livesum", registry=r)
         self.request_pool_size = Gauge(
-            "authoric_db_request_pool_size", "connections open in the request path's pool",
+            "authoric_db_request_pool_size",
+            "connections open in the asyncpg pool that serves table requests",
             multiprocess_mode="livesum", registry=r)
         self.request_pool_in_use = Gauge(
             "authoric_db_request_pool_in_use",

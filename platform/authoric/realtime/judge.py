@@ -30,7 +30,7 @@ from authoric.plan.access import operation_enabled
 from authoric.plan.plan import governed_rows
 from authoric.policy.decision import Decision
 from authoric.policy.principal import Principal
-from authoric.realtime.source import BULK, DELETE, Change
+from authoric.realtime.source import BULK, DELETE, RESYNC_REASONS, SCHEMA, Change
 
 
 @dataclass(frozen=True)
@@ -106,10 +106,11 @@ async def judge(conn: AsyncConnection, snapshot: AppSnapshot, table: CompiledTab
 
 def _event(table: CompiledTable, decision: Decision, cls: ReadClass, change: Change,
            row: Any, delete_visible: bool) -> bytes | None:
-    if change.op == BULK:
+    if change.op in RESYNC_REASONS:
         if change.org_uid != cls.principal.org_uid:
             return None
-        return frame(change.pos, {"reason": "bulk_change", "table": table.name}, "resync")
+        return frame(change.pos, {"reason": RESYNC_REASONS[change.op], "table": table.name},
+                     "resync")
     if change.op == DELETE:
         if not delete_visible:
             return None
@@ -132,7 +133,7 @@ async def _visibility(conn: AsyncConnection, table: CompiledTable, classes: Sequ
     for c in changes:
         if c.op == DELETE and c.old_row is not None:
             deletes[c.org_uid].append(c)
-        elif c.op not in (DELETE, BULK) and c.row_uid and c.row_uid not in uids[c.org_uid]:
+        elif c.op not in (DELETE, BULK, SCHEMA) and c.row_uid and c.row_uid not in uids[c.org_uid]:
             uids[c.org_uid].append(c.row_uid)
     branches = []
     for i, cls in enumerate(classes):

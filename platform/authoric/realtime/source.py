@@ -22,6 +22,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 INSERT, UPDATE, DELETE, BULK = "insert", "update", "delete", "bulk"
+# A table's columns changed (one entry per org): its streams get `resync` `schema_change`.
+SCHEMA = "schema"
+# The entries that stand for many rows, and the `resync` reason each one sends.
+RESYNC_REASONS = {BULK: "bulk_change", SCHEMA: "schema_change"}
 
 
 @dataclass(frozen=True)
