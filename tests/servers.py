@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +45,7 @@ class ServerProcess:
 
 
 def start_server(database_url: str, data_dir: Path, port: int | None = None,
+                 command: Sequence[str] = (sys.executable, "-m", "authoric.cli"),
                  **extra_env: str) -> ServerProcess:
     port = port or free_port()  # a restart on the same port keeps clients' URLs working
     env = {
@@ -59,7 +61,7 @@ def start_server(database_url: str, data_dir: Path, port: int | None = None,
     log_path = data_dir / f"server-{port}.log"
     log = log_path.open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "authoric.cli", "serve", "--port", str(port), "--no-access-log",
+        [*command, "serve", "--port", str(port), "--no-access-log",
          "--log-level", "warning"],
         env=env, stdout=log, stderr=subprocess.STDOUT,
     )

@@ -13,6 +13,7 @@ from authoric import clock
 from authoric.auth.ratelimit import RateLimiter
 from authoric.auth.secrets import admin_token, jwt_secret
 from authoric.catalog.snapshot import SnapshotCache
+from authoric.changes.outbox import OutboxSource
 from authoric.changes.sequencer import Sequencer
 from authoric.db.embedded import embedded_database_url
 from authoric.db.engine import create_engine, libpq_url, session_settings
@@ -37,7 +38,6 @@ from authoric.http.table_route import TableRoutes
 from authoric.observability.metrics import Metrics
 from authoric.plan.runner import open_pool
 from authoric.realtime.hub import Hub
-from authoric.realtime.relay import Relay
 from authoric.settings import Settings
 
 
@@ -54,31 +54,34 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.head_revision = health.head_revision()
         snapshots = SnapshotCache()
         hub = Hub(engine, snapshots)
+        hub.observe_stage = counted.feed_stage
         # A relay batch never exceeds half a subscriber queue, so a backlog alone does not
         # overflow a subscriber that reads at full speed.
-        relay = Relay(libpq_url(url), hub, batch=max(1, min(2000, settings.sse_queue_size // 2)))
+        source = OutboxSource(engine, libpq_url(url),
+                              batch=max(1, min(2000, settings.sse_queue_size // 2)))
         sequencer = Sequencer(settings, libpq_url(url))
         pool = await open_pool(libpq_url(url), settings.db_pool_size, session_settings(settings))
         app.state.services = Services(
             settings=settings, engine=engine, jwt_secret=jwt_secret(settings),
             admin_token=admin_token(settings), snapshots=snapshots,
             token_limiter=RateLimiter(settings), hub=hub, sequencer=sequencer,
-            pool=pool,
+            pool=pool, source=source,
         )
-        app.state.relay = relay
+        app.state.source = source
         # Long-lived objects built at startup need no more collector passes: with thousands
         # of open streams, full collections otherwise take a large share of the loop.
         gc.freeze()
         sequencer.start()
-        relay.start()
+        source.start(hub)
         sampler = asyncio.create_task(counted.sample_request_pool(pool))
         try:
             yield
         finally:
             sampler.cancel()
+            await app.state.services.indexes.stop()
             # By now uvicorn has stopped accepting, streams have ended (sse-starlette sees the
             # shutdown) and in-flight requests have finished or the grace period is over.
-            await relay.stop()
+            await source.stop()
             await sequencer.stop()
             await pool.close()
             await engine.dispose()

@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.catalog.apps import find_app
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
+from authoric.changes.capture import SETTING
 from authoric.db import tables as t
 from authoric.db.embedded import embedded_database_url
 from authoric.db.engine import create_engine
@@ -66,7 +67,7 @@ class Authoric:
 
     @asynccontextmanager
     async def as_app(self, app: str, org: str | uuid.UUID) -> AsyncIterator[Session]:
-        """The app itself, acting in `org`."""
+        """The app itself, acting in `org` (its uid or its name)."""
         async with self.engine.connect() as conn:
             row = await find_app(conn, app)
             org_uid = await _org_of(conn, row["uid"], org)
@@ -94,8 +95,12 @@ def _uuid(value: str | uuid.UUID, what: str) -> uuid.UUID:
 
 
 async def _org_of(conn: AsyncConnection, app_uid: uuid.UUID, org: str | uuid.UUID) -> uuid.UUID:
-    found = await conn.scalar(select(t.orgs.c.uid).where(and_(
-        t.orgs.c.app_uid == app_uid, t.orgs.c.uid == _uuid(org, "org"))))
+    """The org `org` names: its uid, or its name (unique within the app)."""
+    try:
+        named = t.orgs.c.uid == (org if isinstance(org, uuid.UUID) else uuid.UUID(org))
+    except ValueError:
+        named = t.orgs.c.name == org
+    found = await conn.scalar(select(t.orgs.c.uid).where(and_(t.orgs.c.app_uid == app_uid, named)))
     if found is None:
         raise NotFound("no such org")
     return uuid.UUID(str(found))
@@ -177,8 +182,11 @@ class Session:
             yield chunk
 
     async def sql(self, statement: str, params: dict[str, Any] | None = None) -> builtins.list[Any]:
-        """Raw SQL in its own transaction. Produces NO change events: subscribers never hear
-        of what it writes. Tables live in schema `app_<app uid hex>`."""
+        """Raw SQL in its own transaction. Produces change events only for tables with
+        `captureSqlWrites` (like any direct SQL write); others' subscribers never hear of
+        what it writes. Tables live in schema `app_<app uid hex>`."""
         async with self.sdk.engine.begin() as conn:
+            # A direct SQL write: not filed by the platform, so capture must not skip it.
+            await conn.execute(text(f"SELECT set_config('{SETTING}', 'off', true)"))
             result = await conn.execute(text(statement), params or {})
             return list(result.mappings()) if result.returns_rows else []

@@ -197,9 +197,9 @@ def test_view_as_a_member_shows_exactly_what_rest_returns_to_that_member(
     expect(rows(console)).to_have_count(5)
 
 
-def test_dry_run_shows_rows_gained_and_lost_and_nothing_changes_until_save(
+def test_dry_run_names_rows_gained_and_lost_lists_at_most_the_limit_and_nothing_changes_until_save(
         console: Page, shop: Shop) -> None:
-    draft = shop.invoice(status="draft")
+    drafts = [shop.invoice(status="draft") for _ in range(3)]
     paid = shop.invoice(status="paid")
     received = shop.invoice(status="received")
     viewer = shop.member(shop.north, ["viewer"])
@@ -219,10 +219,17 @@ def test_dry_run_shows_rows_gained_and_lost_and_nothing_changes_until_save(
     console.get_by_label("Dry run user").select_option(label=viewer["email"])
     console.get_by_label("Dry run org").select_option(label="North")
     console.get_by_label("Dry run table").select_option("invoices")
+    console.get_by_label("Rows listed").fill("2")
     console.get_by_role("button", name="Run dry run").click()
-    expect(console.get_by_test_id("gained")).to_contain_text(draft["uid"])
-    expect(console.get_by_test_id("lost")).to_contain_text(paid["uid"])
-    expect(console.get_by_test_id("gained")).not_to_contain_text(received["uid"])
+    # Rows are named by the table's display column (the invoice number), two listed, one counted.
+    gained = console.get_by_test_id("gained").locator("li")
+    expect(gained.filter(has_text=re.compile(r"^INV-\d+$"))).to_have_count(2)
+    assert set(gained.all_inner_texts()) < {d["number"] for d in drafts}
+    expect(console.get_by_test_id("gained-more")).to_have_text("and 1 more")
+    expect(console.get_by_text("Rows gained (3)")).to_be_visible()
+    expect(console.get_by_test_id("lost").locator("li")).to_have_text([paid["number"]])
+    expect(console.get_by_test_id("lost-more")).to_have_count(0)
+    expect(console.get_by_test_id("preview")).not_to_contain_text(received["number"])
     console.get_by_test_id("preview").scroll_into_view_if_needed()
     screenshot(console, "dry-run")
 
@@ -234,7 +241,7 @@ def test_dry_run_shows_rows_gained_and_lost_and_nothing_changes_until_save(
     console.get_by_role("button", name="Save role").click()
     confirm(console, "Save role", "Row policy on invoices")
     expect(console.get_by_role("status")).to_contain_text('Role "viewer" saved')
-    assert {r["uid"] for r in shop.member_list(member)} == {draft["uid"], received["uid"]}
+    assert {r["uid"] for r in shop.member_list(member)} == {*(d["uid"] for d in drafts), received["uid"]}
 
 
 def test_a_csv_with_a_bad_line_shows_that_line_and_column_and_writes_nothing(
@@ -251,6 +258,8 @@ def test_a_csv_with_a_bad_line_shows_that_line_and_column_and_writes_nothing(
     expect(errors.locator("tbody tr").first).to_contain_text("3")
     expect(errors.locator("tbody tr").first).to_contain_text("amount")
     expect(console.get_by_text("Nothing was imported")).to_be_visible()
+    # The sentence is said once, not once by the server's message and again by the console.
+    assert console.locator("body").inner_text().lower().count("nothing was imported") == 1
     screenshot(console, "import-errors")
     assert len(shop.admin_list()) == 1
 
@@ -331,15 +340,44 @@ def test_operator_narrows_the_grid_by_org_and_filter_and_pages_with_the_cursor(
     expect(console.get_by_label("Filter value")).to_have_value("600")
 
 
-def test_operator_reads_the_audit_log_and_the_console_follows_a_dark_system(
+def test_operator_reads_the_audit_log_by_actor_and_names_filters_it_and_the_console_follows_a_dark_system(
         browser: Browser, shop: Shop) -> None:
+    # A long origin without spaces: its line must wrap inside the panel, not push it wider.
+    origin = "https://" + ".".join(["abcdefghij" * 5] * 3) + ".test"
+    expect_status(shop.admin.patch(shop.base, json={"settings": {"allowedOrigins": [origin]}}), 200)
+    clerk = shop.member(shop.north, ["clerk"])
     page = new_page(browser)
     page.emulate_media(color_scheme="dark")
     try:
         sign_in(page, shop.world.server)
         go(page, shop.world, "audit")
         audit = page.get_by_test_id("audit")
-        expect(audit).to_contain_text("North")
+        expect(audit.locator("thead")).to_contain_text("Actor")
+        membership = audit.locator("tbody tr").filter(has_text=f"member {clerk['email']} in North")
+        expect(membership).to_have_count(1)
+        expect(membership).to_contain_text("admin token")
+        expect(membership).to_contain_text("roles: clerk")
+        expect(audit.locator("tbody tr").filter(has_text="app.update")).to_contain_text(origin)
+        overflow = page.evaluate("""() => {
+            const panel = document.querySelector('.panel.audit');
+            const right = panel.getBoundingClientRect().right;
+            const cells = [...panel.querySelectorAll('td')];
+            return {wider: panel.scrollWidth > panel.clientWidth,
+                    outside: cells.filter(c => c.getBoundingClientRect().right > right + 0.5).length};
+        }""")
+        assert overflow == {"wider": False, "outside": 0}
+
+        # Filters: by kind of action, then by words anywhere in the entry.
+        page.get_by_label("Action kind").select_option("member")
+        rows_shown = audit.locator("tbody tr")
+        expect(rows_shown.filter(has_text="member.put")).to_have_count(rows_shown.count())
+        expect(rows_shown.filter(has_text="table.create")).to_have_count(0)
+        page.get_by_label("Search the audit log").fill(clerk["email"])
+        expect(rows_shown).to_have_count(1)
+        expect(page.get_by_test_id("audit-count")).to_contain_text("1 of")
+        page.get_by_label("Action kind").select_option("")
+        page.get_by_label("Search the audit log").fill("")
+        expect(audit).to_contain_text("org North")
         assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(21, 23, 28)"
         screenshot(page, "audit-dark")
         page.get_by_label("Theme").select_option("light")
@@ -347,3 +385,50 @@ def test_operator_reads_the_audit_log_and_the_console_follows_a_dark_system(
         assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(247, 247, 248)"
     finally:
         page.context.close()
+
+
+def test_a_live_insert_lands_where_the_grid_order_puts_it(console: Page, shop: Shop) -> None:
+    low = shop.invoice(status="received", amount="10.00")
+    high = shop.invoice(status="received", amount="30.00")
+    open_grid(console, shop, 2)
+    console.get_by_label("Order").select_option("-amount")
+    expect(rows(console).first).to_contain_text(high["number"])
+
+    middle = shop.invoice(status="received", amount="20.00")
+    top = shop.invoice(status="received", amount="99.00")
+    expect(rows(console)).to_have_count(4)
+    numbers = [top["number"], high["number"], middle["number"], low["number"]]
+    for index, number in enumerate(numbers):
+        expect(rows(console).nth(index)).to_contain_text(number)
+
+
+def test_reference_cells_name_and_link_the_referenced_row_and_a_member_sees_only_what_they_may_read(
+        console: Page, shop: Shop) -> None:
+    vendor = expect_status(shop.north_clerk.post(shop.world.rows("vendors"),
+                                                 json={"name": "Acme Supplies"}), 201)
+    invoice = shop.invoice(status="received", vendor_uid=vendor["uid"])
+    viewer = shop.member(shop.north, ["viewer"])
+    open_grid(console, shop, 1)
+    link = cell(console, invoice["number"], "vendor_uid").get_by_role("link", name="Acme Supplies")
+    expect(link).to_have_attribute("title", vendor["uid"])
+
+    # A new invoice arriving live is named too.
+    shop.invoice(status="received", number="LIVE-1", vendor_uid=vendor["uid"])
+    expect(cell(console, "LIVE-1", "vendor_uid")).to_have_text("Acme Supplies")
+
+    link.click()
+    expect(console.get_by_test_id("linked-row")).to_contain_text(vendor["uid"])
+    expect(rows(console)).to_have_count(1)
+    expect(cell(console, "Acme Supplies", "name")).to_have_text("Acme Supplies")
+    console.get_by_role("link", name="Show all rows").click()
+    expect(console.get_by_test_id("linked-row")).to_have_count(0)
+
+    # Viewing as a member who may not read vendors: the cell keeps the bare uid.
+    go(console, shop.world, "data/invoices")
+    console.get_by_text("View as a member").click()
+    console.get_by_label("View as user").select_option(label=viewer["email"])
+    console.get_by_label("View as org").select_option(label="North")
+    console.get_by_role("button", name="View as", exact=True).click()
+    expect(console.get_by_test_id("viewing-as")).to_contain_text(viewer["email"])
+    expect(cell(console, invoice["number"], "vendor_uid")).to_have_text(vendor["uid"])
+    expect(cell(console, invoice["number"], "vendor_uid").get_by_role("link")).to_have_count(0)

@@ -1,4 +1,4 @@
-"""The relay reads the change log only for a process that has a stream open (realtime/relay.py).
+"""The relay reads the change log only for a process that has a stream open (changes/relay.py).
 
 In process, on a real PostgreSQL: entries are written and stamped the way writers and the
 sequencer do (the sequencer's NOTIFY names the head it stamped). A relay whose hub has no
@@ -18,11 +18,11 @@ import pytest
 
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.changes import reader
+from authoric.changes.relay import Relay
 from authoric.changes.sequencer import Sequencer
 from authoric.db.engine import create_engine, libpq_url
 from authoric.policy.enforcer import build_enforcer
 from authoric.realtime.hub import Hub, Subscriber
-from authoric.realtime.relay import Relay
 from authoric.settings import Settings
 from tests.api.test_health import own_database  # noqa: F401  (fixture: a database of our own)
 

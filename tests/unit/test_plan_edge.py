@@ -17,7 +17,7 @@ from authoric.catalog.model import TableDef
 from authoric.catalog.schema import CompiledTable, compile_table
 from authoric.catalog.types.builtin import MAX_JSON_DEPTH, json_depth_exceeds
 from authoric.errors import TokenExpired, Unauthenticated, ValidationFailed
-from authoric.http.context import parse_json_body
+from authoric.http.edge import json_value
 from authoric.records.values import bulk_set_values, column_values
 
 
@@ -78,10 +78,10 @@ def test_json_depth_counts_arrays_and_objects_inside_one_another() -> None:
 def test_a_body_nested_past_the_limit_is_a_422_naming_the_limit() -> None:
     deep = b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1)
     with pytest.raises(ValidationFailed) as refused:
-        parse_json_body("application/json", deep)
+        json_value("application/json", deep)
     assert refused.value.details["limit"] == MAX_JSON_DEPTH
     at_limit = b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH
-    assert parse_json_body("application/json", at_limit) is not None
+    assert json_value("application/json", at_limit) is not None
 
 
 def test_a_verified_token_is_reused_until_its_exp_and_then_refused_as_expired() -> None:

@@ -42,7 +42,8 @@ def test_a_table_definition_gets_the_contracts_defaults() -> None:
         "columns": [{"name": "vendor", "type": "reference", "required": False, "unique": False,
                      "default": None, "references": "vendors"}],
         "operations": {"list": True, "read": True, "create": True, "update": True, "delete": True},
-        "softDelete": False}
+        "softDelete": False, "captureSqlWrites": False, "sqlName": None,
+        "displayColumn": None}
 
 
 def test_a_table_change_keeps_the_operations_it_leaves_out() -> None:
@@ -181,7 +182,8 @@ def test_each_request_schema_is_self_contained_and_forbids_unknown_fields(
 def test_the_table_schema_lists_the_registrys_column_types() -> None:
     column = request_body_schema(TableDef)["properties"]["columns"]["items"]
     assert column["properties"]["type"]["enum"] == [
-        "text", "integer", "numeric", "boolean", "timestamp", "date", "uuid", "json", "reference"]
+        "text", "integer", "numeric", "boolean", "timestamp", "date", "uuid", "json", "reference",
+        "select"]
     assert column["properties"]["name"]["pattern"] == "^[a-z][a-z0-9_]{0,62}$"
 
 

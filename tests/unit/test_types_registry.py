@@ -34,7 +34,7 @@ from authoric.catalog.types import (
 from authoric.records.csv_fast import cell_cast
 
 CONTRACT_TYPES = ("text", "integer", "numeric", "boolean", "timestamp", "date", "uuid", "json",
-                  "reference")
+                  "reference", "select")
 
 # A JSON value each type accepts, the Python value it parses to, and the JSON a row shows.
 GOOD: dict[str, list[tuple[Any, Any, Any]]] = {
@@ -57,6 +57,8 @@ GOOD: dict[str, list[tuple[Any, Any, Any]]] = {
     "reference": [("0199a0c2-0000-7000-8000-000000000002",
                    uuid.UUID("0199a0c2-0000-7000-8000-000000000002"),
                    "0199a0c2-0000-7000-8000-000000000002")],
+    # The type alone is text; a column's options narrow it (ColumnDef.parse_json).
+    "select": [("paid", "paid", "paid")],
 }
 
 # JSON values each type refuses.
@@ -70,6 +72,7 @@ BAD: dict[str, list[Any]] = {
     "uuid": ["not-a-uuid", 5, "0199a0c2-0000-7000-8000"],
     "json": [],  # any JSON value is JSON; only depth is refused (below)
     "reference": ["not-a-uuid", 5],
+    "select": [5, True, "nul\x00byte"],
 }
 
 # Text (query string, CSV cell) each type accepts → the parsed value; and text it refuses.
@@ -85,6 +88,7 @@ TEXT_GOOD: dict[str, list[tuple[str, Any]]] = {
     "json": [('{"a": [1]}', {"a": [1]}), ("3", 3), ('"s"', "s")],
     "reference": [("0199a0c2-0000-7000-8000-000000000001",
                    uuid.UUID("0199a0c2-0000-7000-8000-000000000001"))],
+    "select": [("paid", "paid")],
 }
 TEXT_BAD: dict[str, list[str]] = {
     "text": ["nul\x00"],
@@ -96,6 +100,7 @@ TEXT_BAD: dict[str, list[str]] = {
     "uuid": ["zzz"],
     "json": ["{not json", "", "[" * 100_000 + "]" * 100_000],
     "reference": ["zzz"],
+    "select": ["nul\x00"],
 }
 
 
@@ -167,6 +172,7 @@ WRONG_JSON_TYPE: dict[str, list[Any]] = {
     "uuid": [5, "not-a-uuid"],
     "json": [],
     "reference": [5, "not-a-uuid"],
+    "select": [5, True],
 }
 
 

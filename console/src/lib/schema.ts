@@ -2,7 +2,9 @@
 import { type Column, OPERATIONS, type Operation, type TableDef } from './types';
 
 export function describeColumn(column: Column): string {
-  const parts = [`${column.name} (${column.type}${column.type === 'reference' ? ` → ${column.references}` : ''})`];
+  const kind = column.type === 'reference' ? ` → ${column.references}`
+    : column.type === 'select' ? `: ${(column.options ?? []).join(' | ')}` : '';
+  const parts = [`${column.name} (${column.type}${kind})`];
   if (column.required) parts.push('required');
   if (column.unique) parts.push('unique');
   if (column.default !== undefined && column.default !== null && column.default !== '') {
@@ -46,4 +48,9 @@ export function describePatch(table: TableDef, patch: TablePatch): string[] {
 /** Only the operations that differ, so an unchanged switch is not sent. */
 export function operationsChanged(table: TableDef, next: Record<Operation, boolean>): boolean {
   return OPERATIONS.some((op) => next[op] !== table.operations[op]);
+}
+
+/** A select column's options as typed: comma- or line-separated, trimmed, empties and repeats dropped. */
+export function parseOptions(text: string): string[] {
+  return [...new Set(text.split(/[,\n]/).map((o) => o.trim()).filter(Boolean))];
 }

@@ -1,5 +1,8 @@
-// CSV upload with progress: fetch() cannot report upload progress, XMLHttpRequest can.
-import { ApiError, type ErrorBody } from './api';
+// CSV upload with progress: fetch() (and so `@authoric/client`'s `importCsv`) cannot report
+// upload progress, XMLHttpRequest can. The one call the console makes outside the library.
+import { AuthoricError } from './client';
+
+interface ErrorBody { code: string; message: string; details?: Record<string, unknown> }
 
 export function uploadCsv(url: string, token: string, file: Blob,
                           onProgress: (fraction: number) => void): Promise<{ inserted: number }> {
@@ -23,10 +26,19 @@ export function uploadCsv(url: string, token: string, file: Blob,
       else {
         const error = (body as { error?: ErrorBody } | null)?.error ??
           { code: `HTTP_${xhr.status}`, message: xhr.statusText, details: {} };
-        reject(new ApiError(xhr.status, error));
+        reject(new AuthoricError(xhr.status, error.code, error.message, error.details ?? {}));
       }
     };
     xhr.onerror = () => reject(new Error('the upload failed (network)'));
     xhr.send(file);
   });
+}
+
+/** The one sentence an all-or-nothing import failure shows: the server's message as a
+ *  sentence, saying that nothing was imported exactly once. */
+export function importFailure(message: string): string {
+  const text = message.trim().replace(/[.;:,\s]+$/, '');
+  const sentence = text ? `${text[0].toUpperCase()}${text.slice(1)}.` : '';
+  return /nothing (was|is|has been) (imported|written)/i.test(sentence)
+    ? sentence : `${sentence}${sentence ? ' ' : ''}Nothing was imported.`;
 }

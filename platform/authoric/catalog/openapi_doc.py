@@ -73,7 +73,8 @@ def _event_schemas(name: str) -> dict[str, Any]:
             "op": {"const": "delete"}, "table": {"type": "string"},
             "rowUid": {"type": "string", "format": "uuid"}}},
         f"{name}.event.resync": {"type": "object", "properties": {
-            "reason": {"enum": ["bulk_change", "backfill_truncated", "backfill_expired",
+            "reason": {"enum": ["bulk_change", "schema_change", "backfill_truncated",
+                                "backfill_expired",
                                 "invalid_position"]},
             "lastId": {"type": "integer"}}},
         f"{name}.event.reauth": {"type": "object", "properties": {"reason": {"const": "token_expired"}}},

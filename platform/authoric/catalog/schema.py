@@ -16,6 +16,7 @@ from functools import cached_property
 from typing import Any
 
 from sqlalchemy import (
+    CheckConstraint,
     Column,
     DateTime,
     ForeignKeyConstraint,
@@ -110,6 +111,13 @@ def _unique(definition: TableDef, column: ColumnDef) -> Any:
     return UniqueConstraint("org_uid", column.name, name=name)
 
 
+def option_check(definition: TableDef, column: ColumnDef, physical: Column[Any]) -> Any:
+    """The CHECK that keeps a `select` column within its options, whatever writes the row
+    (the options are rendered as escaped literals by SQLAlchemy's DDL compiler)."""
+    return CheckConstraint(physical.in_(column.options or []),
+                           name=constraint_name("ck", definition.name, column.name))
+
+
 def compile_table(app_uid: uuid.UUID, definition: TableDef, metadata: MetaData) -> CompiledTable:
     schema = schema_name(app_uid)
     columns: list[Any] = [
@@ -124,7 +132,10 @@ def compile_table(app_uid: uuid.UUID, definition: TableDef, metadata: MetaData) 
     if definition.soft_delete:
         columns.append(Column("deleted_at", DateTime(timezone=True)))
     constraints: list[Any] = [UniqueConstraint("org_uid", "uid", name=constraint_name("ou", definition.name))]
+    by_name = {c.name: c for c in columns}
     for c in definition.columns:
+        if c.options is not None:
+            constraints.append(option_check(definition, c, by_name[c.name]))
         if c.unique:
             constraints.append(_unique(definition, c))
         if c.type == "reference":

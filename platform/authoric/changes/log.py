@@ -8,8 +8,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.db import tables as t
+from authoric.realtime.source import BULK, DELETE, INSERT, SCHEMA, UPDATE
 
-INSERT, UPDATE, DELETE, BULK = "insert", "update", "delete", "bulk"
+__all__ = ["BULK", "DELETE", "INSERT", "SCHEMA", "UPDATE", "record_change"]
 
 
 async def record_change(conn: AsyncConnection, *, app_uid: uuid.UUID, table: str, op: str,

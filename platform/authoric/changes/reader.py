@@ -5,30 +5,22 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 
-COLUMNS = "pos, app_uid, table_name, op, row_uid, org_uid, old_row"
+from authoric.realtime.source import Change
 
-
-@dataclass(frozen=True)
-class Change:
-    pos: int
-    app_uid: uuid.UUID
-    table: str
-    op: str
-    row_uid: uuid.UUID | None
-    org_uid: uuid.UUID
-    old_row: dict[str, Any] | None
+COLUMNS = ("pos, app_uid, table_name, op, row_uid, org_uid, old_row, "
+           "extract(epoch FROM created_at)::float8 AS at")
 
 
 def _change(r: Any) -> Change:
     old = r["old_row"]
     if isinstance(old, str):
         old = json.loads(old)
-    return Change(r["pos"], r["app_uid"], r["table_name"], r["op"], r["row_uid"], r["org_uid"], old)
+    return Change(r["pos"], r["app_uid"], r["table_name"], r["op"], r["row_uid"], r["org_uid"], old,
+                  r["at"])
 
 
 async def changes_after(conn: asyncpg.Connection, pos: int, limit: int) -> list[Change]:
@@ -61,3 +53,13 @@ async def head(conn: asyncpg.Connection) -> int:
 async def horizon(conn: asyncpg.Connection) -> int:
     """The highest position retention has deleted."""
     return int(await conn.fetchval("SELECT pos FROM authoric.log_horizon WHERE id = 1") or 0)
+
+
+async def bounds(conn: asyncpg.Connection) -> tuple[int, int]:
+    """(head, horizon) in one round trip."""
+    row = await conn.fetchrow(
+        "SELECT GREATEST((SELECT max(pos) FROM authoric.changes WHERE pos IS NOT NULL), h.pos, 0) "
+        "AS head, h.pos AS horizon FROM authoric.log_horizon h WHERE h.id = 1")
+    if row is None:
+        return await head(conn), 0
+    return int(row["head"]), int(row["horizon"] or 0)

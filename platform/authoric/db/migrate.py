@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from alembic import command
 from alembic.config import Config
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[3] / "migrations"
+from authoric.shipped import shipped_dir
 
 
 def alembic_config(database_url: str) -> Config:
     config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("script_location", str(shipped_dir("migrations")))
     config.set_main_option("sqlalchemy.url", database_url.replace("%", "%%"))
     return config
 

@@ -10,6 +10,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     LargeBinary,
@@ -49,6 +50,25 @@ app_tables = Table(
     Column("definition", JSONB, nullable=False),
     _created(),
     PrimaryKeyConstraint("app_uid", "name"),
+)
+
+# Indexes an app owner defines on a table (catalog/indexes.py). Built with CREATE INDEX
+# CONCURRENTLY outside any transaction, so the state lives here: `building`, `ready`, or
+# `failed` with `error` (the contract's error object). `builder_pid` is the backend that builds
+# it, so a build whose process died is seen as interrupted by any replica.
+table_indexes = Table(
+    "table_indexes", metadata,
+    Column("app_uid", UUID(as_uuid=True), nullable=False),
+    Column("table_name", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("spec", JSONB, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("error", JSONB),
+    Column("builder_pid", Integer),
+    _created(),
+    PrimaryKeyConstraint("app_uid", "table_name", "name"),
+    ForeignKeyConstraint(["app_uid", "table_name"], [app_tables.c.app_uid, app_tables.c.name],
+                         ondelete="CASCADE", onupdate="CASCADE"),
 )
 
 orgs = Table(

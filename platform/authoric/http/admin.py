@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from authoric.auth.admin import is_admin_token
 from authoric.catalog import apps, definitions
 from authoric.catalog.apps import AppChange, AppList, AppView, NewApp
+from authoric.catalog.indexes import IndexSpec
 from authoric.catalog.model import TableChange, TableDef
 from authoric.errors import Unauthenticated
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
@@ -37,6 +38,7 @@ NewOrgBody = Annotated[NewOrg, Depends(body_of(NewOrg))]
 NewUserBody = Annotated[NewUser, Depends(body_of(NewUser))]
 MembershipBody = Annotated[Membership, Depends(body_of(Membership))]
 RoleBody = Annotated[RoleDef, Depends(body_of(RoleDef))]
+IndexBody = Annotated[IndexSpec, Depends(body_of(IndexSpec))]
 
 
 @router.post("/apps", status_code=201, response_model=AppView)
@@ -85,20 +87,52 @@ async def list_tables(request: Request, app: str) -> dict[str, Any]:
 @router.get("/apps/{app}/tables/{table}")
 async def get_table(request: Request, app: str, table: str) -> dict[str, Any]:
     async with services(request).tx() as conn:
-        return (await definitions.get_table(conn, app, table)).public()
+        return await definitions.get_table(conn, app, table)
 
 
 @router.patch("/apps/{app}/tables/{table}")
 async def patch_table(request: Request, app: str, table: str,
                       body: TableChangeBody) -> dict[str, Any]:
     async with services(request).tx() as conn:
-        return (await definitions.patch_table(conn, app, table, body)).public()
+        return await definitions.patch_table(conn, app, table, body)
 
 
 @router.delete("/apps/{app}/tables/{table}", status_code=204)
 async def delete_table(request: Request, app: str, table: str) -> Response:
     async with services(request).tx() as conn:
         await definitions.delete_table(conn, app, table)
+    return Response(status_code=204)
+
+
+@router.put("/apps/{app}/tables/{table}/indexes/{name}", status_code=202)
+async def put_index(request: Request, app: str, table: str, name: str,
+                    body: IndexBody) -> dict[str, Any]:
+    svc = services(request)
+    async with svc.tx() as conn:
+        app_uid, view, start = await definitions.put_index(conn, app, table, name, body)
+    if start:  # after commit: the build runs outside any transaction
+        svc.indexes.start(app_uid, table, name)
+    return view
+
+
+@router.get("/apps/{app}/tables/{table}/indexes")
+async def list_indexes(request: Request, app: str, table: str) -> dict[str, Any]:
+    async with services(request).tx() as conn:
+        return {"items": await definitions.list_indexes(conn, app, table)}
+
+
+@router.get("/apps/{app}/tables/{table}/indexes/{name}")
+async def get_index(request: Request, app: str, table: str, name: str) -> dict[str, Any]:
+    async with services(request).tx() as conn:
+        return await definitions.get_index(conn, app, table, name)
+
+
+@router.delete("/apps/{app}/tables/{table}/indexes/{name}", status_code=204)
+async def delete_index(request: Request, app: str, table: str, name: str) -> Response:
+    svc = services(request)
+    async with svc.tx() as conn:
+        app_uid, builder = await definitions.delete_index(conn, app, table, name)
+    await svc.indexes.drop(app_uid, table, name, builder)
     return Response(status_code=204)
 
 

@@ -52,6 +52,8 @@ ACTIONS: dict[tuple[str, str], str] = {
     ("DELETE", APPS + "/{app}/orgs/{org}/members/{user}"): "member.delete",
     ("PUT", APPS + "/{app}/roles/{role}"): "role.put",
     ("DELETE", APPS + "/{app}/roles/{role}"): "role.delete",
+    ("PUT", APPS + "/{app}/tables/{table}/indexes/{name}"): "index.put",
+    ("DELETE", APPS + "/{app}/tables/{table}/indexes/{name}"): "index.delete",
 }
 # What a create's target is, from the object the response returns.
 CREATED_TARGET = {"table.create": ("tables", "name"), "org.create": ("orgs", "uid"),

@@ -25,17 +25,15 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from authoric.catalog.types.builtin import MAX_JSON_DEPTH, json_depth_exceeds
-from authoric.errors import BadRequest, UnsupportedMediaType, ValidationFailed, invalid_body
+from authoric.errors import BadRequest, ValidationFailed, invalid_body
+from authoric.http.edge import JSON, require_media
 
 M = TypeVar("M", bound=BaseModel)
 
 
 def require_json(request: Request) -> None:
     """415 unless the request says its body is application/json."""
-    content_type = request.headers.get("content-type", "")
-    if content_type.split(";")[0].strip().lower() != "application/json":
-        raise UnsupportedMediaType("send the body as application/json",
-                                   {"contentType": content_type})
+    require_media(request.headers.get("content-type"), JSON)
 
 
 def parse_body(raw: bytes, model: type[M]) -> M:

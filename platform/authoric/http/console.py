@@ -21,12 +21,11 @@ from authoric.console import audit, impersonation, preview, rows
 from authoric.console.impersonation import ImpersonationRequest
 from authoric.console.preview import PreviewRequest
 from authoric.console.rows import AdminListQuery, AdminTable
-from authoric.errors import UnsupportedMediaType
 from authoric.http.admin import require_admin
 from authoric.http.admin_audit import audited_by_route
-from authoric.http.autocrud import RESERVED_PARAMS, list_filter
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
-from authoric.http.context import json_body, services
+from authoric.http.context import services
+from authoric.http.edge import CSV, RESERVED_PARAMS, json_body, query_filter, require_media
 from authoric.records import csv_import
 
 router = APIRouter(prefix="/admin/apps/{app}", tags=["console"],
@@ -57,7 +56,8 @@ async def list_rows(request: Request, app: str, table: str) -> dict[str, Any]:
     q = request.query_params
     async with admin_table(request, app, table) as (conn, target):
         org = await rows.org_filter(conn, target.app_uid, q.get("org"))
-        query = AdminListQuery(list_filter(request, ADMIN_LIST_PARAMS), q.get("order"),
+        query = AdminListQuery(query_filter(q.multi_items(), q.get("filter"),
+                                            ADMIN_LIST_PARAMS).get(), q.get("order"),
                                q.get("limit"), q.get("after"), org)
         return await rows.list_rows(conn, target, query)
 
@@ -74,9 +74,7 @@ async def import_rows(request: Request, app: str, table: str) -> dict[str, Any]:
     # (a slow upload holds a file, not a pooled connection), then imported in one transaction.
     async with admin_table(request, app, table) as (conn, target):
         await rows.import_org(conn, target.app_uid, request.query_params.get("org"))
-        content_type = request.headers.get("content-type", "")
-        if content_type.split(";")[0].strip().lower() != "text/csv":
-            raise UnsupportedMediaType("send the file as text/csv", {"contentType": content_type})
+        require_media(request.headers.get("content-type"), CSV, "the file")
     spool = await csv_import.spool_body(request.stream())
     try:
         async with admin_table(request, app, table) as (conn, target):

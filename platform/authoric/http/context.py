@@ -10,13 +10,12 @@ request is planned again, so a change committed before the statement applies to 
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import asyncpg
 from fastapi import Request
@@ -25,25 +24,21 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.auth.principals import FactsCache, bearer, facts_or_refusal, load_facts, matches_app
 from authoric.auth.ratelimit import RateLimiter
-from authoric.auth.tokens import VerifiedTokens
+from authoric.auth.tokens import Claims, VerifiedTokens
+from authoric.catalog.indexes import IndexBuilder
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
-from authoric.catalog.types.builtin import MAX_JSON_DEPTH, json_depth_exceeds
 from authoric.changes.sequencer import Sequencer
-from authoric.errors import (
-    AuthoricError,
-    BadRequest,
-    ServiceUnavailable,
-    UnsupportedMediaType,
-    ValidationFailed,
-)
+from authoric.errors import AuthoricError, ServiceUnavailable
 from authoric.plan.access import Access, admit
 from authoric.plan.guard import Facts, Guard, StaleFacts
-from authoric.plan.runner import ConnectionExecutor, PoolExecutor, StatementCache, count_round_trip
+from authoric.plan.request import TableRequest
+from authoric.plan.runner import PoolExecutor, StatementCache, count_round_trip
 from authoric.policy.principal import Principal
 from authoric.realtime.hub import Hub
+from authoric.realtime.source import Source
+from authoric.records.pipeline import InTransaction, execute
 from authoric.settings import Settings
 
-T = TypeVar("T")
 PLAN_ATTEMPTS = 4  # plans per request before giving up on an app whose facts keep moving
 COUNT_FLAG = "AUTHORIC_TEST_COUNT_ROUND_TRIPS"  # tests only: X-Authoric-Round-Trips header
 
@@ -61,13 +56,16 @@ class Services:
     hub: Hub
     sequencer: Sequencer
     pool: asyncpg.Pool | None = None  # the request path's autocommit pool
+    source: Source | None = None  # where streams' changes come from (the change log)
     statements: StatementCache = field(default_factory=StatementCache)
     facts: FactsCache = field(default_factory=FactsCache)
     tokens: VerifiedTokens = field(init=False)
+    indexes: IndexBuilder = field(init=False)
     count_round_trips: bool = field(init=False)
 
     def __post_init__(self) -> None:
         self.tokens = VerifiedTokens(self.jwt_secret)
+        self.indexes = IndexBuilder(self.engine)
         self.count_round_trips = os.environ.get(COUNT_FLAG) == "1"
         if self.count_round_trips:
             _count_engine_round_trips(self.engine)
@@ -91,11 +89,18 @@ class Services:
         async with self.engine.connect() as conn:
             return await self.snapshots.get(conn, app_uid, version)
 
-    async def member_call(self, header: str | None, app_ref: str, table: str, action: str,
-                          work: Callable[[PoolExecutor, Access], Awaitable[T]]) -> T:
-        """Run `work` as the token's member on the request path's pool, with the access the
-        gate gives for `action` on `table`; planned again when the facts moved."""
+    async def run(self, header: str | None, request: TableRequest) -> Any:
+        """`request` executed as the token's member (records.pipeline): planned from the
+        cached facts, whose statement checks them; planned again when they moved."""
         claims = self.tokens.access(bearer(header))
+        answer = await self._run_guarded(header, claims, request)
+        if request.writes:
+            self.sequencer.nudge()  # the change-log row is committed: stamp it without waiting
+        return answer
+
+    async def _run_guarded(self, header: str | None, claims: Claims,
+                           request: TableRequest) -> Any:
+        app_ref = request.app
         key: MemberKey = (claims.app_uid, claims.user_uid, claims.org_uid)
         facts = self.facts.get(key)
         verified = False
@@ -108,9 +113,6 @@ class Services:
                 self.facts.put(key, facts)
                 verified = True
             snapshot = await self.snapshot_at(claims.app_uid, facts.version)
-            principal = Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
-                                  facts.roles or (), claims.expires_at,
-                                  read_only=claims.read_only)
             expected = Facts(snapshot.version, facts.app_name, facts.roles, facts.email)
             if expected != facts:
                 # The snapshot is newer than the cached version: plan for it, and keep it, so
@@ -118,9 +120,11 @@ class Services:
                 facts = expected
                 self.facts.put(key, facts)
             guard = Guard(claims.app_uid, claims.user_uid, claims.org_uid, expected)
-            ex = PoolExecutor(self.pool, self.statements, (claims.app_uid, snapshot.version), guard)
+            caller = Guarded(self, header, app_ref, _principal(claims, facts), snapshot,
+                             PoolExecutor(self.pool, self.statements,
+                                          (claims.app_uid, snapshot.version), guard))
             try:
-                return await work(ex, admit(snapshot, principal, table, action))
+                return await execute(caller, request)
             except StaleFacts as stale:
                 if stale.facts is None:  # the app is gone: the loader gives the exact answer
                     self.facts.forget(key)
@@ -150,18 +154,41 @@ class Services:
                                  headers={"Retry-After": "1"})
 
     @asynccontextmanager
-    async def member_transaction(self, header: str | None, app_ref: str, table: str,
-                                 action: str) -> AsyncIterator[tuple[ConnectionExecutor, Access]]:
-        """A transaction and the token's member's access, for work of several statements."""
+    async def member_transaction(self, header: str | None,
+                                 app_ref: str) -> AsyncIterator[InTransaction]:
+        """A transaction, and the token's member as a caller inside it (facts read there)."""
         claims = self.tokens.access(bearer(header))
         async with self.tx() as conn:
             count_round_trip()
             facts = await load_facts(conn, claims, app_ref)
             snapshot = await self.snapshot(conn, claims.app_uid, facts.version)
-            principal = Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
-                                  facts.roles or (), claims.expires_at,
-                                  read_only=claims.read_only)
-            yield ConnectionExecutor(conn), admit(snapshot, principal, table, action)
+            yield InTransaction(conn, self.engine, _principal(claims, facts), snapshot)
+
+
+def _principal(claims: Claims, facts: Facts) -> Principal:
+    return Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
+                     facts.roles or (), claims.expires_at, read_only=claims.read_only)
+
+
+@dataclass
+class Guarded:
+    """The request path's caller: planned from cached facts, one guarded statement at a time
+    on the autocommit pool; its transaction reads the facts afresh."""
+
+    services: Services
+    header: str | None
+    app_ref: str
+    principal: Principal
+    snapshot: AppSnapshot
+    ex: PoolExecutor
+
+    at_once = True
+
+    def admit(self, table: str, action: str) -> Access:
+        return admit(self.snapshot, self.principal, table, action)
+
+    def transaction(self) -> AbstractAsyncContextManager[InTransaction]:
+        return self.services.member_transaction(self.header, self.app_ref)
 
 
 def _count_engine_round_trips(engine: AsyncEngine) -> None:
@@ -174,26 +201,3 @@ def _count_engine_round_trips(engine: AsyncEngine) -> None:
 def services(request: Request) -> Services:
     svc: Services = request.app.state.services
     return svc
-
-
-async def json_body(request: Request) -> Any:
-    """The parsed JSON body (see `parse_json_body`)."""
-    return parse_json_body(request.headers.get("content-type", ""), await request.body())
-
-
-def parse_json_body(content_type: str, raw: bytes) -> Any:
-    """A JSON body already read whole: 415 for another content type, 400 for malformed JSON,
-    422 for nesting deeper than MAX_JSON_DEPTH."""
-    if content_type.split(";")[0].strip().lower() != "application/json":
-        raise UnsupportedMediaType("send the body as application/json",
-                                   {"contentType": content_type})
-    try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest("the body is not valid JSON") from exc
-    except RecursionError as exc:  # nesting deeper than the parser goes
-        raise BadRequest("the body is nested too deeply", {"limit": MAX_JSON_DEPTH}) from exc
-    if json_depth_exceeds(value, MAX_JSON_DEPTH):
-        raise ValidationFailed(f"the body is nested deeper than {MAX_JSON_DEPTH} levels",
-                               {"limit": MAX_JSON_DEPTH, "reason": "too_deep"})
-    return value

@@ -21,7 +21,7 @@ from sqlalchemy import text
 from authoric.db.migrate import alembic_config
 from authoric.errors import ServiceUnavailable
 from authoric.http.context import services
-from authoric.realtime.relay import Relay
+from authoric.realtime.source import Source
 
 router = APIRouter(tags=["health"])
 DB_TIMEOUT = 3.0  # seconds: a database slower than this is not ready
@@ -43,11 +43,6 @@ async def _database_revision(request: Request) -> str | None:
         return (await conn.execute(text(VERSION))).scalar()
 
 
-def _listening(relay: Relay) -> bool:
-    # `is_closed` turns true as soon as the socket drops, before the relay's next read.
-    return relay.connected.is_set() and relay.conn is not None and not relay.conn.is_closed()
-
-
 @router.get("/readyz")
 async def readyz(request: Request) -> dict[str, Any]:
     checks = {"database": "ok", "migrations": "ok", "relay": "ok"}
@@ -58,7 +53,8 @@ async def readyz(request: Request) -> dict[str, Any]:
     except Exception as exc:  # any failure to answer: not ready, say which
         checks["database"] = f"unreachable: {type(exc).__name__}"
         checks["migrations"] = "unknown"
-    if not _listening(request.app.state.relay):
+    source: Source = request.app.state.source
+    if not source.listening():
         checks["relay"] = "not listening"
     failing = [name for name, state in checks.items() if state != "ok"]
     if failing:

@@ -36,5 +36,5 @@ async def metrics(request: Request) -> Response:
     async with svc.engine.connect() as conn:
         figures = dict((await conn.execute(text(DB_FIGURES))).mappings().one())
     registry: Metrics = request.app.state.metrics
-    body = registry.render(figures, request.app.state.relay.position)
+    body = registry.render(figures, request.app.state.source.position)
     return Response(body, media_type=CONTENT_TYPE)

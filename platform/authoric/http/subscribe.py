@@ -51,7 +51,8 @@ def table_names(raw: str | None) -> list[str]:
 def event_stream(request: Request, req: StreamRequest) -> EventSourceResponse:
     """Open the stream (429 over the per-user cap) and answer with it."""
     svc = services(request)
-    stream = Stream(svc.settings, svc.engine, svc.hub, req)
+    assert svc.source is not None
+    stream = Stream(svc.settings, svc.engine, svc.hub, svc.source, req)
     stream.open()
     # `close` also runs after the response, in case it ended before the stream started.
     return EventSourceResponse(metered_frames(request.app.state.metrics, stream), ping=0, sep="\n",

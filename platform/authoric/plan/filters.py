@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import all_, and_, any_, false, literal, not_, or_, true
+from sqlalchemy import all_, and_, any_, false, func, literal, not_, or_, true
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -24,7 +24,9 @@ from authoric.catalog.types import BadValue, parse_json, parse_text
 from authoric.errors import BadRequest
 from authoric.plan.fields import FieldRef
 
-OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "like", "is_null")
+OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "like", "is_null", "search")
+TEXTUAL = ("text", "select")
+MAX_SEARCH_LENGTH = 1000  # characters of one `search` value
 MAX_DEPTH = 12
 MAX_NODES = 500
 MAX_LIST = 500  # values in one `in` / `nin` list
@@ -214,8 +216,10 @@ def _comparison(ref: FieldRef, op: str, raw: Any, scope: FilterScope) -> ColumnE
         # `NOT IN`, with the same three-valued logic.
         bound = literal(values, type_=ARRAY(col.type))
         return col == any_(bound) if op == "in" else col != all_(bound)
+    if op == "search":
+        return _search(ref, raw)
     if op == "like":
-        if ref.type != "text" or not isinstance(raw, str):
+        if ref.type not in TEXTUAL or not isinstance(raw, str):
             raise FilterError("like applies to text columns and takes a string pattern")
         if (len(raw) - len(raw.rstrip("\\"))) % 2:
             # PostgreSQL refuses it at run time (SQLSTATE 22025); refuse it as a bad filter.
@@ -242,6 +246,21 @@ def _comparison(ref: FieldRef, op: str, raw: Any, scope: FilterScope) -> ColumnE
     }[op](bound)
 
 
+def _search(ref: FieldRef, raw: Any) -> ColumnElement[bool]:
+    """Full-text search as a person types it (`websearch_to_tsquery`: all words, `-` excludes,
+    `"..."` a phrase), case- and accent-insensitive, language-neutral. The expression is the
+    one a `search` index holds (catalog/indexes.py, migration 0006), so such an index serves it."""
+    if ref.type not in TEXTUAL or not isinstance(raw, str):
+        raise FilterError("search applies to text columns and takes a string",
+                          {"column": ref.name})
+    if not raw.strip() or len(raw) > MAX_SEARCH_LENGTH or "\x00" in raw:
+        raise FilterError(f"search takes 1 to {MAX_SEARCH_LENGTH} characters of words",
+                          {"column": ref.name})
+    document = func.authoric.search_vector(ref.column)
+    return document.op("@@", is_comparison=True)(
+        func.authoric.search_query(literal(raw, type_=ref.column.type)))
+
+
 def _coerce(ref: FieldRef, raw: Any, scope: FilterScope) -> Any:
     if isinstance(raw, PrincipalRef):
         raw = scope.principal.get(raw.key)
@@ -249,7 +268,7 @@ def _coerce(ref: FieldRef, raw: Any, scope: FilterScope) -> Any:
             return None
         raw = str(raw)
     try:
-        if isinstance(raw, str) and ref.type not in ("text", "json"):
+        if isinstance(raw, str) and ref.type not in (*TEXTUAL, "json"):
             return parse_text(ref.type, raw)
         return parse_json(ref.type, raw)
     except BadValue as exc:

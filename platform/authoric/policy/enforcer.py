@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import casbin
 
 from authoric.policy.roles import RoleDef
-
-MODEL_PATH = Path(__file__).resolve().parents[3] / "policies" / "model.conf"
+from authoric.shipped import shipped_dir
 
 
 def build_enforcer(roles: dict[str, RoleDef]) -> casbin.Enforcer:
     """An enforcer holding every (role, table, action) grant of the app."""
-    enforcer = casbin.Enforcer(str(MODEL_PATH))
+    enforcer = casbin.Enforcer(str(shipped_dir("policies") / "model.conf"))
     rules = [[name, table, action] for name, role in roles.items() for table, action in role.grants()]
     if rules:
         enforcer.add_policies(rules)

@@ -1,1 +1,1 @@
-"""The live feed: relay (LISTEN + catch-up by position), read classes, fan-out, SSE streams."""
+"""The live feed's transport: the Source seam, read classes, judging, fan-out, SSE streams."""

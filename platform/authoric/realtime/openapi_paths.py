@@ -35,10 +35,11 @@ def subscribe_schemas(tables: Sequence[str]) -> dict[str, Any]:
             "op": {"const": "delete"}, "table": names,
             "rowUid": {"type": "string", "format": "uuid"}}},
         "subscribe.event.resync": {"type": "object", "required": ["reason"], "properties": {
-            "reason": {"enum": ["bulk_change", "backfill_truncated", "backfill_expired",
+            "reason": {"enum": ["bulk_change", "schema_change", "backfill_truncated",
+                                "backfill_expired",
                                 "invalid_position"]},
             "table": {**names, "description": "only when the resync concerns one table "
-                                              "(`bulk_change`)"},
+                                              "(`bulk_change`, `schema_change`)"},
             "lastId": {"type": "integer"}}},
         "subscribe.event.reauth": {"type": "object", "properties": {
             "reason": {"const": "token_expired"}}},

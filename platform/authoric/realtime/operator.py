@@ -16,9 +16,8 @@ from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.schema import CompiledTable
-from authoric.changes.log import BULK, DELETE
-from authoric.changes.reader import Change
 from authoric.realtime.judge import Frame, frame
+from authoric.realtime.source import BULK, DELETE, RESYNC_REASONS, SCHEMA, Change
 
 
 async def judge_for_operator(conn: AsyncConnection, table: CompiledTable,
@@ -29,15 +28,15 @@ async def judge_for_operator(conn: AsyncConnection, table: CompiledTable,
     for change in changes:
         data = _event(table, change, rows.get(change.row_uid))
         if data is not None:
-            out.append(Frame(change.pos, data))
+            out.append(Frame(change.pos, data, change.at))
     return out
 
 
 def _event(table: CompiledTable, change: Change, row: Any) -> bytes | None:
     org = str(change.org_uid)
-    if change.op == BULK:
-        return frame(change.pos, {"reason": "bulk_change", "table": table.name, "org": org},
-                     "resync")
+    if change.op in RESYNC_REASONS:
+        return frame(change.pos, {"reason": RESYNC_REASONS[change.op], "table": table.name,
+                                  "org": org}, "resync")
     if change.op == DELETE:
         return frame(change.pos, {"op": "delete", "table": table.name,
                                   "rowUid": str(change.row_uid), "org": org})
@@ -49,7 +48,7 @@ def _event(table: CompiledTable, change: Change, row: Any) -> bytes | None:
 
 async def _current_rows(conn: AsyncConnection, table: CompiledTable,
                         changes: Sequence[Change]) -> dict[Any, Any]:
-    uids = list({c.row_uid for c in changes if c.op not in (DELETE, BULK) and c.row_uid})
+    uids = list({c.row_uid for c in changes if c.op not in (DELETE, BULK, SCHEMA) and c.row_uid})
     if not uids:
         return {}
     wanted = bindparam("uids", value=uids, type_=ARRAY(UUID(as_uuid=True)))

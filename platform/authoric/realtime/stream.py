@@ -22,13 +22,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
-from authoric.changes import reader
-from authoric.changes.reader import Change
 from authoric.errors import TooManyRequests
 from authoric.policy.principal import Principal
 from authoric.realtime.hub import CLOSE, Hub, Subscriber
 from authoric.realtime.judge import Frame, ReadClass, frame, judge
 from authoric.realtime.operator import judge_for_operator
+from authoric.realtime.source import Change, Source
 from authoric.settings import Settings
 
 PING = b": ping\n\n"
@@ -53,12 +52,17 @@ class StreamRequest:
 
 
 class Stream:
-    def __init__(self, settings: Settings, engine: AsyncEngine, hub: Hub, req: StreamRequest) -> None:
+    def __init__(self, settings: Settings, engine: AsyncEngine, hub: Hub, source: Source,
+                 req: StreamRequest) -> None:
         self.settings, self.engine, self.hub, self.req = settings, engine, hub, req
+        self.source = source
         self.sub = Subscriber(req.snapshot.uid, tuple(t.name for t in req.tables), req.principal,
                               asyncio.Queue(maxsize=settings.sse_queue_size))
         self.tables = {t.name: t for t in req.tables}
         self.last_sent = 0
+        # When the changes of the live frames in the chunk last yielded were written; read
+        # after the chunk was sent, for the delivery-latency histogram.
+        self.written: list[float] = []
 
     def open(self) -> None:
         """Register with the hub (429 over the per-user cap). Done before the response starts,
@@ -87,29 +91,27 @@ class Stream:
             self.close()
 
     async def _replay(self, raw: str) -> AsyncIterator[bytes]:
+        head, horizon = await self.source.bounds()
+        try:
+            if not POSITION.fullmatch(raw.strip()):
+                raise ValueError(raw)
+            start = int(raw.strip())
+            if start > head:
+                raise ValueError(raw)
+        except ValueError:
+            self.last_sent = head
+            yield frame(head, {"reason": "invalid_position"}, "resync")
+            return
+        if start < horizon:
+            yield frame(None, {"reason": "backfill_expired"}, "resync")
+            start = horizon
+        limit = self.settings.sse_replay_limit
+        org = self.req.principal.org_uid if self.req.principal is not None else None
+        entries = await self.source.entries(self.sub.app_uid, self.sub.tables, org,
+                                            start, head, limit + 1)
+        truncated = len(entries) > limit
+        entries = entries[:limit]
         async with self.engine.connect() as conn:
-            driver = (await conn.get_raw_connection()).driver_connection
-            head = await reader.head(driver)
-            try:
-                if not POSITION.fullmatch(raw.strip()):
-                    raise ValueError(raw)
-                start = int(raw.strip())
-                if start > head:
-                    raise ValueError(raw)
-            except ValueError:
-                self.last_sent = head
-                yield frame(head, {"reason": "invalid_position"}, "resync")
-                return
-            horizon = await reader.horizon(driver)
-            if start < horizon:
-                yield frame(None, {"reason": "backfill_expired"}, "resync")
-                start = horizon
-            limit = self.settings.sse_replay_limit
-            org = self.req.principal.org_uid if self.req.principal is not None else None
-            entries = await reader.changes_in(driver, self.sub.app_uid, self.sub.tables, org,
-                                              start, head, limit + 1)
-            truncated = len(entries) > limit
-            entries = entries[:limit]
             for i in range(0, len(entries), REPLAY_CHUNK):
                 judged = await self._judge(conn, entries[i:i + REPLAY_CHUNK])
                 if judged:
@@ -156,16 +158,21 @@ class Stream:
                 continue
             # Send everything already queued in one write, not one write per frame.
             out: list[bytes] = []
+            stamps: list[float] = []
             while True:
                 if item is CLOSE:
                     if out:
+                        self.written = stamps
                         yield b"".join(out)
                     return
                 if item.pos > self.last_sent:  # else: already replayed
                     self.last_sent = item.pos
                     out.append(item.data)
+                    stamps.append(item.at)
                 if queue.empty():
                     break
                 item = queue.get_nowait()
             if out:
+                self.written = stamps
                 yield b"".join(out)
+                self.written = []

@@ -79,9 +79,9 @@ def _typed(column: ColumnDef, raw: str) -> Any:
     if column.type == "json":
         parse_text("json", raw)  # validate; the staging column takes the JSON text
         return raw
-    if column.type == "text":
-        return parse_json("text", raw)
-    return parse_text(column.type, raw)
+    if column.type in ("text", "select"):
+        return column.parse_json(raw)
+    return column.parse_text(raw)
 
 
 def _row(columns: list[ColumnDef], record: Record, errors: ImportErrors) -> list[Any] | None:

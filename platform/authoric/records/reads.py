@@ -14,14 +14,6 @@ from authoric.plan.plan import Page, Plan
 from authoric.plan.runner import Executor
 
 
-def parse_uid(raw: str) -> uuid.UUID:
-    """A row uid from a URL; anything else is a row that does not exist."""
-    try:
-        return uuid.UUID(raw)
-    except ValueError as exc:
-        raise NotFound("no such row") from exc
-
-
 async def read_one(ex: Executor, access: Access, uid: uuid.UUID) -> dict[str, Any]:
     rows = await ex.fetch(Plan(access).read_one(uid, ex.guard), retry=True)
     if ex.guard is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from authoric.catalog.schema import CompiledTable
-from authoric.catalog.types import BadValue, parse_json
+from authoric.catalog.types import BadValue
 from authoric.errors import ValidationFailed
 
 # Fields only the server sets. A body naming one is a mass-assignment attempt: refused.
@@ -34,12 +34,12 @@ def column_values(table: CompiledTable, body: Any, *, creating: bool) -> dict[st
             problems.append({"column": key, "message": "given twice"})
             continue
         try:
-            values[column.name] = parse_json(column.type, raw)
+            values[column.name] = column.parse_json(raw)
         except BadValue as exc:
             problems.append({"column": key, "message": str(exc)})
     for column in table.definition.columns:
         if creating and column.name not in values and column.default is not None:
-            values[column.name] = parse_json(column.type, column.default)
+            values[column.name] = column.parse_json(column.default)
         missing = values.get(column.name) is None and (creating or column.name in values)
         if column.required and missing:
             problems.append({"column": column.name, "message": "required"})

@@ -63,6 +63,13 @@ class Text(ColumnType):
         return ref
 
 
+class Select(Text):
+    """A text value out of the column's fixed `options` (checked by the column, which knows
+    them: `ColumnDef.parse_json`, and a CHECK constraint in the table)."""
+
+    name, pg_name = "select", "text"
+
+
 class Integer(ColumnType):
     """A 64-bit integer. JSON floats with no fraction (`2.0`) are accepted; booleans are not."""
 
@@ -298,4 +305,5 @@ class Json(ColumnType):
 
 BUILTIN: tuple[ColumnType, ...] = (
     Text(), Integer(), Numeric(), Boolean(), Timestamp(), Date(), Uuid(), Json(), Reference(),
+    Select(),
 )

@@ -1,5 +1,5 @@
-"""The relay: one dedicated LISTEN connection per process (never from the pool) that only
-wakes the fan-out; the fan-out always reads the log by position.
+"""The outbox's live half, the relay: one dedicated LISTEN connection per process (never
+from the pool) that only wakes the fan-out; the fan-out always reads the log by position.
 
 A lost notification, a killed listener connection or a PostgreSQL restart costs latency,
 never events: after any reconnect the relay catches up from the last position it handed
@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 
 import asyncpg
 
 from authoric.changes import reader
 from authoric.changes.sequencer import CHANNEL
 from authoric.db.dedicated import DedicatedWorker
-from authoric.realtime.hub import Hub
+from authoric.realtime.source import Sink
 
 POLICY_CHANNEL = "authoric_policy"
 SAFETY_POLL = 1.0
@@ -35,7 +36,7 @@ BATCH = 2000
 class Relay(DedicatedWorker):
     app_name = APP_NAME
 
-    def __init__(self, dsn: str, hub: Hub, batch: int = BATCH) -> None:
+    def __init__(self, dsn: str, hub: Sink, batch: int = BATCH) -> None:
         super().__init__(dsn)
         self.hub, self.batch = hub, batch
         self.position = -1  # last position handed to the hub (-1: not started)
@@ -76,7 +77,7 @@ class Relay(DedicatedWorker):
                 changes = await reader.changes_after(conn, self.position, self.batch)
                 self.reads += 1
             if changes:
-                await self.hub.dispatch(changes)
+                await self.hub.dispatch(changes, time.time())
                 self.position = changes[-1].pos
                 if len(changes) == self.batch:
                     continue

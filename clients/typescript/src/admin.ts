@@ -1,0 +1,326 @@
+/** `@authoric/client/admin`: the platform administration surface (contract sections 2 and 2a)
+ * for operators and the console, authenticated with the platform admin token. */
+
+import { Http, type FetchLike, type Query } from "./http.js";
+import { listParams } from "./client.js";
+import { Stream, type StreamOptions, type Subscription } from "./stream.js";
+import type { ChangeEvent, Expanded, Filter, ListQuery, Page, UntypedRow } from "./types.js";
+
+export { AuthoricError } from "./errors.js";
+export type { Subscription, StreamOptions } from "./stream.js";
+export type { ChangeEvent, Expanded, Filter, ListQuery, Page, Status, UntypedRow } from "./types.js";
+
+export type ColumnType = "text" | "integer" | "numeric" | "boolean" | "timestamp" | "date" | "uuid" | "json" | "reference" | "select";
+
+export interface ColumnDef {
+  name: string;
+  type: ColumnType;
+  required?: boolean;
+  unique?: boolean;
+  default?: unknown;
+  references?: string;
+  options?: string[];
+}
+
+export interface Operations {
+  list: boolean;
+  read: boolean;
+  create: boolean;
+  update: boolean;
+  delete: boolean;
+}
+
+export interface IndexDef {
+  name: string;
+  columns: string[];
+  unique: boolean;
+  kind: "btree" | "search";
+  state: "building" | "ready" | "failed";
+  error?: { code: string; message: string; details: Record<string, unknown> };
+}
+
+export interface TableDef {
+  name: string;
+  columns: ColumnDef[];
+  operations: Operations;
+  softDelete: boolean;
+  captureSqlWrites: boolean;
+  displayColumn: string | null;
+  sqlName: string;
+  indexes?: IndexDef[];
+}
+
+export interface NewTable {
+  name: string;
+  columns: ColumnDef[];
+  operations?: Partial<Operations>;
+  softDelete?: boolean;
+  captureSqlWrites?: boolean;
+  displayColumn?: string | null;
+}
+
+/** One schema change (one transaction): any of these at once. */
+export interface TableChange {
+  operations?: Partial<Operations>;
+  addColumns?: ColumnDef[];
+  dropColumns?: string[];
+  renameColumns?: Record<string, string>;
+  alterColumns?: (Partial<Omit<ColumnDef, "references">> & { name: string })[];
+  displayColumn?: string | null;
+  captureSqlWrites?: boolean;
+}
+
+export interface AppSettings {
+  accessTokenTtl: number;
+  refreshTokenTtl: number;
+  allowedOrigins: string[];
+  [setting: string]: unknown;
+}
+
+export interface AppInfo {
+  uid: string;
+  name: string;
+  createdAt: string;
+  settings: AppSettings;
+}
+
+export interface Org {
+  uid: string;
+  name: string;
+}
+
+export interface User {
+  uid: string;
+  email: string;
+}
+
+export interface Member {
+  org: string;
+  user: string;
+  email: string;
+  roles: string[];
+}
+
+export interface Membership {
+  org: string;
+  orgName: string;
+  roles: string[];
+}
+
+export interface Role {
+  permissions: string[];
+  rowPolicies: Record<string, Filter<UntypedRow>>;
+  redact: Record<string, string[]>;
+  name?: string;
+}
+
+export interface PreviewSide {
+  visible: number;
+  redacted: string[];
+  actions: string[];
+}
+
+export interface Preview {
+  saved: PreviewSide;
+  draft: PreviewSide;
+  gained: string[];
+  lost: string[];
+  redactedNow: string[];
+  revealedNow: string[];
+  actionsGranted: string[];
+  actionsRevoked: string[];
+}
+
+export interface AccessToken {
+  access_token: string;
+  token_type: "Bearer";
+  expires_in: number;
+}
+
+export interface AuditEntry {
+  id: string | number;
+  at: string;
+  action: string;
+  target: string;
+  details: Record<string, unknown>;
+}
+
+export interface Items<T> {
+  items: T[];
+}
+
+export interface Paged<T> {
+  items: T[];
+  next: string | null;
+}
+
+/** An operator's row: a row of any org, with its `org`. */
+export type OrgRow = UntypedRow & { org: string };
+
+export interface AdminOptions {
+  url: string;
+  /** The platform admin token (`AUTHORIC_ADMIN_TOKEN`). */
+  token: string;
+  fetch?: FetchLike;
+}
+
+const seg = encodeURIComponent;
+
+function fixedToken(token: string): Http["tokens"] {
+  return { token: async () => token, expired: async () => null };
+}
+
+/** The operator's view of one table's rows (section 2a): every org, no policy. */
+export class AdminRows {
+  constructor(private readonly http: Http, private readonly base: string) {}
+
+  list(query: ListQuery<UntypedRow> & { org?: string } = {}): Promise<Page<OrgRow>> {
+    return this.http.json("GET", this.base, { query: { ...listParams(query), org: query.org } });
+  }
+
+  get(uid: string): Promise<OrgRow & Expanded> {
+    return this.http.json("GET", `${this.base}/${seg(uid)}`);
+  }
+
+  create(row: { org: string; [column: string]: unknown }): Promise<OrgRow> {
+    return this.http.json("POST", this.base, { json: row });
+  }
+
+  update(uid: string, patch: Record<string, unknown>): Promise<OrgRow> {
+    return this.http.json("PATCH", `${this.base}/${seg(uid)}`, { json: patch });
+  }
+
+  async delete(uid: string): Promise<void> {
+    await this.http.send("DELETE", `${this.base}/${seg(uid)}`);
+  }
+
+  importCsv(csv: string | Blob, org: string): Promise<{ inserted: number }> {
+    return this.http.json("POST", `${this.base}/import`, { body: csv, contentType: "text/csv", query: { org } });
+  }
+
+  /** Every org's changes, unredacted, each row with its `org`. */
+  subscribe(opts: StreamOptions<ChangeEvent<OrgRow>> = {}): Subscription {
+    return new Stream(this.http, `${this.base}/subscribe`, {}, opts);
+  }
+}
+
+/** Administration of one app. */
+export class AppAdmin {
+  readonly base: string;
+
+  constructor(private readonly http: Http, readonly name: string) {
+    this.base = `/admin/apps/${seg(name)}`;
+  }
+
+  private get<T>(path: string, query?: Query): Promise<T> {
+    return this.http.json("GET", this.base + path, { query });
+  }
+
+  private write<T>(method: string, path: string, json?: unknown): Promise<T> {
+    return this.http.json(method, this.base + path, json === undefined ? {} : { json });
+  }
+
+  info(): Promise<AppInfo> {
+    return this.get("");
+  }
+
+  update(change: { settings: Partial<AppSettings> }): Promise<AppInfo> {
+    return this.write("PATCH", "", change);
+  }
+
+  delete(): Promise<void> {
+    return this.write("DELETE", "");
+  }
+
+  readonly tables = {
+    list: () => this.get<Items<TableDef>>("/tables"),
+    get: (table: string) => this.get<TableDef>(`/tables/${seg(table)}`),
+    create: (table: NewTable) => this.write<TableDef>("POST", "/tables", table),
+    /** A schema change: all of it applies, or none of it (422 with `details.rows`). */
+    update: (table: string, change: TableChange) => this.write<TableDef>("PATCH", `/tables/${seg(table)}`, change),
+    delete: (table: string) => this.write<void>("DELETE", `/tables/${seg(table)}`),
+  };
+
+  readonly indexes = {
+    list: (table: string) => this.get<Items<IndexDef>>(`/tables/${seg(table)}/indexes`),
+    get: (table: string, name: string) => this.get<IndexDef>(`/tables/${seg(table)}/indexes/${seg(name)}`),
+    /** Starts building (202, `state: "building"`); poll `get` for `ready` or `failed`. */
+    put: (table: string, name: string, body: { columns: string[]; unique?: boolean; kind?: "btree" | "search" }) =>
+      this.write<IndexDef>("PUT", `/tables/${seg(table)}/indexes/${seg(name)}`, body),
+    delete: (table: string, name: string) => this.write<void>("DELETE", `/tables/${seg(table)}/indexes/${seg(name)}`),
+  };
+
+  readonly orgs = {
+    list: () => this.get<Items<Org>>("/orgs"),
+    create: (org: { name: string }) => this.write<Org>("POST", "/orgs", org),
+    delete: (org: string) => this.write<void>("DELETE", `/orgs/${seg(org)}`),
+    members: (org: string, page: { limit?: number; after?: string | null } = {}) =>
+      this.get<Paged<Member>>(`/orgs/${seg(org)}/members`, page),
+  };
+
+  readonly users = {
+    list: () => this.get<Items<User>>("/users"),
+    create: (user: { email: string; password: string }) => this.write<User>("POST", "/users", user),
+    delete: (user: string) => this.write<void>("DELETE", `/users/${seg(user)}`),
+    memberships: (user: string) => this.get<Items<Membership>>(`/users/${seg(user)}/memberships`),
+  };
+
+  readonly members = {
+    set: (org: string, user: string, roles: string[]) =>
+      this.write<{ org: string; user: string; roles: string[] }>("PUT", `/orgs/${seg(org)}/members/${seg(user)}`, { roles }),
+    remove: (org: string, user: string) => this.write<void>("DELETE", `/orgs/${seg(org)}/members/${seg(user)}`),
+  };
+
+  readonly roles = {
+    list: () => this.get<Items<Role & { name: string }>>("/roles"),
+    get: (role: string) => this.get<Role>(`/roles/${seg(role)}`),
+    put: (role: string, body: Partial<Role> & { permissions: string[] }) => this.write<Role>("PUT", `/roles/${seg(role)}`, body),
+    delete: (role: string) => this.write<void>("DELETE", `/roles/${seg(role)}`),
+    /** A dry run: what a member would see with the role as saved and as drafted. */
+    preview: (role: string, body: { draft: Partial<Role>; user: string; org: string; table: string; limit?: number }) =>
+      this.write<Preview>("POST", `/roles/${seg(role)}/preview`, body),
+  };
+
+  /** A read-only access token for a member ("view as"); `ttl` at most 900 s. */
+  impersonate(body: { user: string; org: string; ttl?: number }): Promise<AccessToken> {
+    return this.write("POST", "/impersonate", body);
+  }
+
+  rows(table: string): AdminRows {
+    return new AdminRows(this.http, `${this.base}/tables/${seg(table)}/rows`);
+  }
+
+  audit(page: { limit?: number; after?: string | null } = {}): Promise<Paged<AuditEntry>> {
+    return this.get("/audit", page);
+  }
+
+  /** The app's OpenAPI document (section 6), every table. */
+  openapi(): Promise<Record<string, unknown>> {
+    return this.http.json("GET", `/${seg(this.name)}/openapi.json`);
+  }
+}
+
+export class AdminClient {
+  readonly http: Http;
+
+  constructor(opts: AdminOptions) {
+    this.http = new Http(opts.url, opts.fetch);
+    this.http.tokens = fixedToken(opts.token);
+  }
+
+  readonly apps = {
+    list: () => this.http.json<Items<AppInfo>>("GET", "/admin/apps"),
+    get: (app: string) => this.app(app).info(),
+    create: (app: { name: string }) => this.http.json<AppInfo>("POST", "/admin/apps", { json: app }),
+    update: (app: string, change: { settings: Partial<AppSettings> }) => this.app(app).update(change),
+    delete: (app: string) => this.app(app).delete(),
+  };
+
+  app(name: string): AppAdmin {
+    return new AppAdmin(this.http, name);
+  }
+}
+
+export function createAdminClient(opts: AdminOptions): AdminClient {
+  return new AdminClient(opts);
+}

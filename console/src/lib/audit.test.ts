@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { actionKind, actorOf, type AuditEntry, detailLines, matchesAudit, targetLabel } from './audit';
+
+const names = {
+  orgs: new Map([['o1', 'North']]),
+  users: new Map([['u1', 'ada@north.test']]),
+};
+const entry = (action: string, target: string, details: unknown = {}, extra: Partial<AuditEntry> = {}): AuditEntry =>
+  ({ id: 1, at: '2026-01-01T00:00:00Z', action, target, details, ...extra });
+
+describe('the audit log in words', () => {
+  it('names the actor: the admin token unless the entry records someone', () => {
+    expect(actorOf(entry('table.create', 'tables/t'))).toBe('admin token');
+    expect(actorOf(entry('table.create', 'tables/t', {}, { actor: 'ops@acme' }))).toBe('ops@acme');
+  });
+
+  it('names targets by org name and user email instead of uids', () => {
+    expect(targetLabel('orgs/o1/members/u1', names)).toBe('member ada@north.test in North');
+    expect(targetLabel('orgs/o1', names)).toBe('org North');
+    expect(targetLabel('users/u9', names)).toBe('user u9');
+    expect(targetLabel('tables/invoices/rows/r1', names)).toBe('row r1 of invoices');
+    expect(targetLabel('tables/invoices/indexes/by_vendor', names)).toBe('index by_vendor of invoices');
+    expect(targetLabel('acme', names)).toBe('acme');
+  });
+
+  it('turns details into short lines: lists joined, columns by name, uids named', () => {
+    const lines = detailLines({
+      name: 'invoices',
+      columns: [{ name: 'number', type: 'text' }, { name: 'amount', type: 'numeric' }],
+      operations: { list: true, delete: false },
+      org: 'o1',
+      roles: [],
+    }, names);
+    expect(lines).toEqual([
+      ['name', 'invoices'], ['columns', 'number, amount'], ['operations', 'list: true; delete: false'],
+      ['org', 'North'], ['roles', 'none'],
+    ]);
+    expect(detailLines(null, names)).toEqual([]);
+  });
+
+  it('filters by the kind of action and by words anywhere in the entry', () => {
+    const put = entry('member.put', 'orgs/o1/members/u1', { roles: ['clerk'] });
+    expect(actionKind('member.put')).toBe('member');
+    expect(matchesAudit(put, { kind: 'member', text: '' }, names)).toBe(true);
+    expect(matchesAudit(put, { kind: 'table', text: '' }, names)).toBe(false);
+    expect(matchesAudit(put, { kind: '', text: 'ADA clerk' }, names)).toBe(true);
+    expect(matchesAudit(put, { kind: '', text: 'viewer' }, names)).toBe(false);
+  });
+});

@@ -1,0 +1,89 @@
+// The audit log made readable (contract section 2a, `GET .../audit`): who acted, what the
+// target is in names rather than uids, the details as short lines, and the page's filters.
+
+export interface AuditEntry {
+  id: string | number;
+  at: string;
+  action: string;
+  target: unknown;
+  details: unknown;
+  /** Not in the contract's entry today; shown when a server records it. */
+  actor?: string;
+}
+
+/** Names for the uids an entry holds: orgs and users of the app. */
+export interface Names {
+  orgs: ReadonlyMap<string, string>;
+  users: ReadonlyMap<string, string>;
+}
+
+/** Who made the change. Every entry is written for a call made with the platform's admin
+ *  token (section 2a); an impersonation acts for the operator too. */
+export function actorOf(entry: AuditEntry): string {
+  const recorded = entry.actor ?? (entry.details as { actor?: unknown } | null)?.actor;
+  return typeof recorded === 'string' && recorded ? recorded : 'admin token';
+}
+
+/** The kind of an action: `table` for `table.update`, `impersonate` for itself. */
+export function actionKind(action: string): string {
+  return action.split('.')[0];
+}
+
+const ORG = (names: Names, uid: string) => names.orgs.get(uid) ?? uid;
+const USER = (names: Names, uid: string) => names.users.get(uid) ?? uid;
+
+/** The target in words: `member ada@x.io in North`, `org North`, `row 0190… of invoices`. */
+export function targetLabel(target: unknown, names: Names): string {
+  if (typeof target !== 'string') return target === null || target === undefined ? '' : JSON.stringify(target);
+  let m = /^orgs\/([^/]+)\/members\/([^/]+)$/.exec(target);
+  if (m) return `member ${USER(names, m[2])} in ${ORG(names, m[1])}`;
+  if ((m = /^orgs\/([^/]+)$/.exec(target))) return `org ${ORG(names, m[1])}`;
+  if ((m = /^users\/([^/]+)$/.exec(target))) return `user ${USER(names, m[1])}`;
+  if ((m = /^tables\/([^/]+)\/rows\/([^/]+)$/.exec(target))) return `row ${m[2]} of ${m[1]}`;
+  if ((m = /^tables\/([^/]+)\/rows$/.exec(target))) return `rows of ${m[1]}`;
+  if ((m = /^tables\/([^/]+)\/indexes\/([^/]+)$/.exec(target))) return `index ${m[2]} of ${m[1]}`;
+  if ((m = /^tables\/([^/]+)$/.exec(target))) return `table ${m[1]}`;
+  if ((m = /^roles\/([^/]+)$/.exec(target))) return `role ${m[1]}`;
+  return target;
+}
+
+function valueText(key: string, value: unknown, names: Names): string {
+  if (value === null || value === undefined) return '—';
+  if (typeof value === 'string') {
+    if (key === 'org') return ORG(names, value);
+    if (key === 'user') return USER(names, value);
+    return value;
+  }
+  if (typeof value !== 'object') return String(value);
+  if (Array.isArray(value)) {
+    if (!value.length) return 'none';
+    return value.map((item) => (item && typeof item === 'object' && 'name' in item
+      ? String((item as { name: unknown }).name) : valueText(key, item, names))).join(', ');
+  }
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (!entries.length) return 'none';
+  return entries.map(([k, v]) => `${k}: ${valueText(k, v, names)}`).join('; ');
+}
+
+/** The details as [key, text] lines, with org and user uids named. */
+export function detailLines(details: unknown, names: Names): [string, string][] {
+  if (details === null || details === undefined) return [];
+  if (typeof details !== 'object' || Array.isArray(details)) return [['', valueText('', details, names)]];
+  return Object.entries(details as Record<string, unknown>).map(([k, v]) => [k, valueText(k, v, names)]);
+}
+
+export interface AuditFilter {
+  /** An action kind (`table`, `member`, `row`...), or '' for all. */
+  kind: string;
+  /** Words that the action, actor, target or details must contain (case-insensitive). */
+  text: string;
+}
+
+export function matchesAudit(entry: AuditEntry, filter: AuditFilter, names: Names): boolean {
+  if (filter.kind && actionKind(entry.action) !== filter.kind) return false;
+  const words = filter.text.toLowerCase().split(/\s+/).filter(Boolean);
+  if (!words.length) return true;
+  const haystack = [entry.action, actorOf(entry), String(entry.target ?? ''), targetLabel(entry.target, names),
+    ...detailLines(entry.details, names).flat()].join(' ').toLowerCase();
+  return words.every((w) => haystack.includes(w));
+}

@@ -1,0 +1,334 @@
+"""Indexes an app owner defines on a table: their definition, their state, and their build.
+
+An index is built with `CREATE INDEX CONCURRENTLY`, so reads and writes of the table go on
+while it builds. That statement cannot run inside a transaction, so the request records the
+index as `building` (in `authoric.table_indexes`, visible to every replica) and commits; the
+`IndexBuilder` then builds it on its own autocommit connection and records `ready`, or `failed`
+with the contract's error object. A failed build leaves an INVALID index behind, which the
+builder drops. Every index leads with `org_uid`, because every governed read is org-scoped, so
+a `unique` index means unique among one org's rows (as the columns' own `unique` does).
+
+A `search` index is GIN over `authoric.search_vector(column)` (migration 0006: the `simple`
+configuration over accent-folded text); the `search` filter operator compares the same
+expression, so the planner can use it. It cannot lead with `org_uid` (GIN holds no uuid without
+the `btree_gin` extension, which the embedded PostgreSQL lacks): the org is filtered beside it,
+by the table's own (org_uid, uid) index when the planner finds that cheaper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import and_, delete, func, select, text, update
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from authoric.catalog.model import TableDef
+from authoric.catalog.names import check_name
+from authoric.catalog.schema import PLATFORM_FIELDS, constraint_name, schema_name
+from authoric.db import tables as t
+from authoric.errors import Conflict, NotFound, ValidationFailed
+
+log = logging.getLogger("authoric.indexes")
+
+MAX_INDEX_COLUMNS = 8
+MAX_LISTED_ROWS = 100
+BUILDING, READY, FAILED = "building", "ready", "failed"
+# Column types whose text a `search` index can hold.
+SEARCHABLE_TYPES = frozenset({"text", "select"})
+
+
+class IndexSpec(BaseModel):
+    """`PUT .../tables/{table}/indexes/{name}`: the columns (`-` for descending), `unique`
+    and `kind` (`btree`, or `search` for full-text over text columns)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    columns: list[str] = Field(min_length=1, max_length=MAX_INDEX_COLUMNS)
+    unique: bool = False
+    kind: Literal["btree", "search"] = "btree"
+
+
+def physical_name(table: str, name: str) -> str:
+    return constraint_name("ix", table, name)
+
+
+def _column(definition: TableDef, spec_column: str) -> tuple[str, bool]:
+    """The physical column an index column names, and whether it is descending; 422 else."""
+    descending = spec_column.startswith("-")
+    name = spec_column[1:] if descending else spec_column
+    if name in PLATFORM_FIELDS:
+        return PLATFORM_FIELDS[name], descending
+    column = definition.column(name)
+    if column is None:
+        raise ValidationFailed(f"index names unknown column {name!r}", {"column": name})
+    return column.name, descending
+
+
+def check_spec(definition: TableDef, spec: IndexSpec) -> None:
+    """The spec fits the table: known columns, once each; a search index over text columns."""
+    physical = [_column(definition, c) for c in spec.columns]
+    names = [p for p, _ in physical]
+    if len(set(names)) != len(names):
+        raise ValidationFailed("an index names each column once", {"columns": spec.columns})
+    if spec.kind == "search":
+        if spec.unique:
+            raise ValidationFailed("a search index cannot be unique", {"kind": spec.kind})
+        for name, descending in physical:
+            column = definition.column(name)
+            if descending or column is None or column.type not in SEARCHABLE_TYPES:
+                raise ValidationFailed(f"a search index holds text columns only, not {name!r}",
+                                       {"column": name})
+
+
+def create_statement(app_uid: uuid.UUID, definition: TableDef, name: str,
+                     spec: IndexSpec) -> str:
+    """The `CREATE INDEX CONCURRENTLY` for the spec. Names are checked identifiers (quoted);
+    nothing from the request is pasted but them."""
+    target = f'"{schema_name(app_uid)}"."{definition.name}"'
+    index = f'"{physical_name(definition.name, name)}"'
+    physical = [_column(definition, c) for c in spec.columns]
+    if spec.kind == "search":
+        parts = [f'authoric.search_vector("{c}")' for c, _ in physical]
+        return f"CREATE INDEX CONCURRENTLY {index} ON {target} USING gin ({', '.join(parts)})"
+    # NULLs sort last both ways (plan.listing), so each direction gets its own index; the
+    # uid breaks ties in the same direction, so a keyset page is one index range.
+    parts = ['"org_uid"'] + [f'"{c}" {"DESC" if d else "ASC"} NULLS LAST' for c, d in physical]
+    if not spec.unique:
+        parts.append(f'"uid" {"DESC" if physical[-1][1] else "ASC"}')
+    live = " WHERE deleted_at IS NULL" if definition.soft_delete else ""
+    unique = "UNIQUE " if spec.unique else ""
+    return f"CREATE {unique}INDEX CONCURRENTLY {index} ON {target} ({', '.join(parts)}){live}"
+
+
+def public_index(row: Any) -> dict[str, Any]:
+    out = {"name": row.name, **row.spec, "state": row.state}
+    if row.error is not None:
+        out["error"] = row.error
+    return out
+
+
+def _where(app_uid: uuid.UUID, table: str, name: str | None = None) -> Any:
+    c = t.table_indexes.c
+    clauses = [c.app_uid == app_uid, c.table_name == table]
+    if name is not None:
+        clauses.append(c.name == name)
+    return and_(*clauses)
+
+
+async def put_index(conn: AsyncConnection, app_uid: uuid.UUID, definition: TableDef, name: str,
+                    spec: IndexSpec) -> tuple[dict[str, Any], bool]:
+    """Record the index as building; (its view, whether a build must start). The same spec
+    again answers the index as it stands (a failed one is built again); another spec is 409."""
+    check_name(name, "index")
+    check_spec(definition, spec)
+    stored = spec.model_dump()
+    row = (await conn.execute(select(t.table_indexes).where(
+        _where(app_uid, definition.name, name)).with_for_update())).first()
+    if row is not None:
+        if row.spec != stored:
+            raise Conflict(f"index {name!r} exists with other columns", {"index": name})
+        if row.state != FAILED:
+            return public_index(row), False
+        await conn.execute(delete(t.table_indexes).where(_where(app_uid, definition.name, name)))
+    await conn.execute(t.table_indexes.insert().values(
+        app_uid=app_uid, table_name=definition.name, name=name, spec=stored, state=BUILDING))
+    return {"name": name, **stored, "state": BUILDING}, True
+
+
+async def _interrupted(conn: AsyncConnection, app_uid: uuid.UUID, table: str) -> None:
+    """Mark failed the builds whose builder backend is gone (its process died mid-build)."""
+    c = t.table_indexes.c
+    alive = select(text("1")).select_from(text("pg_stat_activity")).where(
+        text("pid = authoric.table_indexes.builder_pid")).exists()
+    await conn.execute(update(t.table_indexes).where(
+        _where(app_uid, table), c.state == BUILDING, c.builder_pid.isnot(None), ~alive,
+    ).values(state=FAILED, error={"code": "INTERNAL", "details": {},
+                                  "message": "the build was interrupted; put the index again"}))
+
+
+async def list_indexes(conn: AsyncConnection, app_uid: uuid.UUID,
+                       table: str) -> list[dict[str, Any]]:
+    await _interrupted(conn, app_uid, table)
+    rows = await conn.execute(select(t.table_indexes).where(_where(app_uid, table))
+                              .order_by(t.table_indexes.c.name))
+    return [public_index(r) for r in rows]
+
+
+async def indexes_by_table(conn: AsyncConnection, app_uid: uuid.UUID) -> dict[str, list[Any]]:
+    """Every table's indexes as definitions list them (no interruption check: a listing)."""
+    out: dict[str, list[Any]] = {}
+    rows = await conn.execute(select(t.table_indexes).where(t.table_indexes.c.app_uid == app_uid)
+                              .order_by(t.table_indexes.c.name))
+    for r in rows:
+        out.setdefault(r.table_name, []).append(public_index(r))
+    return out
+
+
+async def get_index(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
+                    name: str) -> dict[str, Any]:
+    await _interrupted(conn, app_uid, table)
+    row = (await conn.execute(select(t.table_indexes).where(
+        _where(app_uid, table, name)))).first()
+    if row is None:
+        raise NotFound(f"no index {name!r}", {"index": name})
+    return public_index(row)
+
+
+async def forget_index(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
+                       name: str) -> int | None:
+    """Delete the record (404 if none); the builder pid of a build still running, if any."""
+    row = (await conn.execute(delete(t.table_indexes).where(_where(app_uid, table, name))
+                              .returning(t.table_indexes.c.state,
+                                         t.table_indexes.c.builder_pid))).first()
+    if row is None:
+        raise NotFound(f"no index {name!r}", {"index": name})
+    return row.builder_pid if row.state == BUILDING else None
+
+
+async def follow_renames(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
+                         renames: dict[str, str]) -> None:
+    """Index specs name columns: a rename rewrites them (the physical index follows by itself)."""
+    rows = (await conn.execute(select(t.table_indexes).where(_where(app_uid, table)))).all()
+    for row in rows:
+        columns = []
+        for spec_column in row.spec["columns"]:
+            sign = "-" if spec_column.startswith("-") else ""
+            bare = spec_column.lstrip("-")
+            columns.append(sign + renames.get(bare, bare))
+        if columns != row.spec["columns"]:
+            await conn.execute(update(t.table_indexes).where(_where(app_uid, table, row.name))
+                               .values(spec={**row.spec, "columns": columns}))
+
+
+async def forget_dropped(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
+                         dropped: set[str]) -> None:
+    """PostgreSQL drops an index with any of its columns; its record goes too."""
+    rows = (await conn.execute(select(t.table_indexes).where(_where(app_uid, table)))).all()
+    for row in rows:
+        if {c.lstrip("-") for c in row.spec["columns"]} & dropped:
+            await conn.execute(delete(t.table_indexes).where(_where(app_uid, table, row.name)))
+
+
+def searched_columns(rows: list[dict[str, Any]]) -> set[str]:
+    """The columns some search index holds (a type change must not break its expression)."""
+    return {c for r in rows if r["kind"] == "search" for c in r["columns"]}
+
+
+class IndexBuilder:
+    """Builds recorded indexes in background tasks on autocommit connections."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self, app_uid: uuid.UUID, table: str, name: str) -> None:
+        task = asyncio.create_task(self._build(app_uid, table, name))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def idle(self) -> None:
+        """Wait for every build started here (tests and shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def stop(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def drop(self, app_uid: uuid.UUID, table: str, name: str,
+                   builder_pid: int | None) -> None:
+        """Drop the physical index without blocking the table (a running build is cancelled
+        first, on whichever replica runs it)."""
+        async with self._engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            if builder_pid is not None:
+                await conn.execute(text("SELECT pg_cancel_backend(:pid) FROM pg_stat_activity "
+                                        "WHERE pid = :pid"), {"pid": builder_pid})
+            await conn.execute(text("SET statement_timeout = 0"))
+            try:
+                await conn.execute(text(
+                    f'DROP INDEX CONCURRENTLY IF EXISTS "{schema_name(app_uid)}".'
+                    f'"{physical_name(table, name)}"'))
+            finally:
+                await conn.execute(text("RESET statement_timeout"))
+
+    async def _build(self, app_uid: uuid.UUID, table: str, name: str) -> None:
+        try:
+            async with self._engine.connect() as conn:
+                conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+                await self._build_on(conn, app_uid, table, name)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a build that cannot even record its failure is logged
+            log.exception("index %s on %s could not be built", name, table)
+
+    async def _build_on(self, conn: AsyncConnection, app_uid: uuid.UUID, table: str,
+                        name: str) -> None:
+        pid = (await conn.execute(select(func.pg_backend_pid()))).scalar_one()
+        row = (await conn.execute(update(t.table_indexes).where(
+            _where(app_uid, table, name), t.table_indexes.c.state == BUILDING,
+        ).values(builder_pid=pid).returning(t.table_indexes.c.spec))).first()
+        doc = (await conn.execute(select(t.app_tables.c.definition).where(
+            t.app_tables.c.app_uid == app_uid, t.app_tables.c.name == table))).scalar()
+        if row is None or doc is None:
+            return
+        definition = TableDef.model_validate(doc)
+        spec = IndexSpec.model_validate(row.spec)
+        drop = (f'DROP INDEX CONCURRENTLY IF EXISTS "{schema_name(app_uid)}".'
+                f'"{physical_name(table, name)}"')
+        error: dict[str, Any] | None = None
+        await conn.execute(text("SET statement_timeout = 0"))
+        try:
+            await conn.execute(text(drop))  # a half-built one left by an interrupted build
+            await conn.execute(text(create_statement(app_uid, definition, name, spec)))
+        except DBAPIError as exc:
+            await conn.execute(text(drop))
+            error = await _failure(conn, app_uid, definition, spec, exc)
+        finally:
+            await conn.execute(text("RESET statement_timeout"))
+        done = await conn.execute(update(t.table_indexes).where(
+            _where(app_uid, table, name), t.table_indexes.c.builder_pid == pid,
+        ).values(state=FAILED if error else READY, error=error, builder_pid=None))
+        if not done.rowcount and error is None:
+            await conn.execute(text(drop))  # deleted (or replaced) while it was building
+
+
+async def _failure(conn: AsyncConnection, app_uid: uuid.UUID, definition: TableDef,
+                   spec: IndexSpec, exc: DBAPIError) -> dict[str, Any]:
+    """The error object a failed build records; duplicates under `unique` are listed."""
+    sqlstate = getattr(exc.orig, "sqlstate", None) or getattr(
+        getattr(exc.orig, "__cause__", None), "sqlstate", None)
+    if sqlstate == "23505":
+        rows = await duplicate_rows(conn, app_uid, definition, spec.columns)
+        return {"code": "CONFLICT", "message": "rows of one org share the index's values",
+                "details": {"rows": rows}}
+    if sqlstate == "57014":
+        return {"code": "CONFLICT", "message": "the build was cancelled", "details": {}}
+    reason = str(exc.orig).splitlines()[-1] if exc.orig else str(exc)
+    return {"code": "INTERNAL", "message": "the index could not be built",
+            "details": {"reason": reason}}
+
+
+async def duplicate_rows(conn: AsyncConnection, app_uid: uuid.UUID, definition: TableDef,
+                         spec_columns: list[str]) -> list[dict[str, Any]]:
+    """Every row of each group of rows (within one org) sharing the columns' values, up to
+    100, as `{"uid", "column", "message"}`. Rows with a null in them never collide."""
+    physical = [_column(definition, c)[0] for c in spec_columns]
+    target = f'"{schema_name(app_uid)}"."{definition.name}"'
+    cols = ", ".join(f'"{c}"' for c in physical)
+    live = "deleted_at IS NULL AND " if definition.soft_delete else ""
+    not_null = " AND ".join(f'"{c}" IS NOT NULL' for c in physical)
+    query = (f"SELECT uid FROM (SELECT uid, org_uid, {cols}, count(*) OVER "
+             f"(PARTITION BY org_uid, {cols}) AS n FROM {target} WHERE {live}{not_null}) d "
+             f"WHERE n > 1 ORDER BY org_uid, {cols}, uid LIMIT {MAX_LISTED_ROWS}")
+    column = ",".join(c.lstrip("-") for c in spec_columns)
+    uids = (await conn.execute(text(query))).scalars()
+    return [{"uid": str(u), "column": column,
+             "message": "another row of its org has the same value"} for u in uids]
+

@@ -1,0 +1,371 @@
+"""Schema changes that keep the data: renaming columns, and altering their type, `required`,
+`default`, `unique` or `options`, each checked against the rows before anything is changed.
+
+`catalog.definitions.patch_table` runs them in the admin request's one transaction, so a
+PATCH applies whole or not at all. What names a column follows a rename in that transaction:
+row policies and redaction of every role, index specs, the display column, the constraint
+names derived from the column, and the old images of deletes in the change log (which the
+feed's judge reads back as rows of the table). A conversion that some row cannot take is
+refused with 422 and `details.rows` (at most 100), before any DDL runs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import MetaData, select, text, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.schema import AddConstraint
+
+from authoric.catalog.indexes import MAX_LISTED_ROWS, SEARCHABLE_TYPES, duplicate_rows
+from authoric.catalog.model import ColumnAlter, ColumnDef, TableDef
+from authoric.catalog.names import check_name
+from authoric.catalog.schema import (
+    compile_table,
+    constraint_name,
+    field_name,
+    schema_name,
+)
+from authoric.catalog.types import INT64, BadValue, column_type, parse_text
+from authoric.db import tables as t
+from authoric.errors import Conflict, ValidationFailed
+
+# Type changes allowed (contract section 2): text to and from the others, integer ↔ numeric,
+# date ↔ timestamp. `select` is text with options.
+TEXTUAL = frozenset({"text", "select"})
+FROM_TEXT = frozenset({"integer", "numeric", "boolean", "date", "timestamp", "uuid"})
+CONVERSIONS = frozenset(
+    {(a, b) for a in TEXTUAL for b in FROM_TEXT | TEXTUAL if a != b}
+    | {(b, a) for a in TEXTUAL for b in FROM_TEXT}
+    | {("integer", "numeric"), ("numeric", "integer"), ("date", "timestamp"),
+       ("timestamp", "date")})
+
+
+CHECK_PAGE = 10_000  # rows read per statement while checking a conversion
+
+
+def _q(name: str) -> str:
+    """A checked catalog identifier, quoted."""
+    return f'"{name}"'
+
+
+# Renames -------------------------------------------------------------------------------------
+
+def check_renames(definition: TableDef, renames: dict[str, str]) -> None:
+    """Every old name exists, every new one is valid, free, and given once; 422/409 else."""
+    existing = {c.name for c in definition.columns}
+    targets = list(renames.values())
+    for old, new in renames.items():
+        if old not in existing:
+            raise ValidationFailed(f"no column {old!r} to rename", {"column": old})
+        check_name(new, "column")
+        if targets.count(new) > 1:
+            raise ValidationFailed(f"two columns renamed to {new!r}", {"column": new})
+    staying = existing - set(renames)
+    taken = set(staying) | {f"{c.name}_uid" for c in definition.columns
+                            if c.name in staying and column_type(c.type).is_reference}
+    for old, new in renames.items():
+        column = definition.column(old)
+        assert column is not None
+        names = {new, f"{new}_uid"} if column_type(column.type).is_reference else {new}
+        if names & taken:
+            raise Conflict(f"column name {new!r} is taken", {"column": new})
+
+
+def renamed_filter(node: Any, renames: dict[str, str]) -> Any:
+    """A filter document (row policy) with its column names renamed; values untouched."""
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("and", "or") and isinstance(value, list):
+            out[key] = [renamed_filter(v, renames) for v in value]
+        elif key == "not":
+            out[key] = renamed_filter(value, renames)
+        else:
+            out[_renamed_key(key, renames)] = value
+    return out
+
+
+def _renamed_key(key: str, renames: dict[str, str]) -> str:
+    if key in renames:
+        return renames[key]
+    if key.endswith("_uid") and key[:-4] in renames:
+        return f"{renames[key[:-4]]}_uid"
+    return key
+
+
+async def rename_columns(conn: AsyncConnection, app_uid: uuid.UUID, definition: TableDef,
+                         renames: dict[str, str]) -> None:
+    """Rename the physical columns and what derives its name from them; then every stored
+    thing that names them (roles, the change log's old images). Catalog-only in PostgreSQL:
+    no row is rewritten."""
+    schema, table = schema_name(app_uid), definition.name
+    target = f"{_q(schema)}.{_q(table)}"
+    # Through temporary names, so that swapping two columns' names works.
+    temporary = {old: f"_rename_{i}_{uuid.uuid4().hex[:8]}" for i, old in enumerate(renames)}
+    for old, tmp in temporary.items():
+        await conn.execute(text(f"ALTER TABLE {target} RENAME COLUMN {_q(old)} TO {_q(tmp)}"))
+    for old, new in renames.items():
+        await conn.execute(text(
+            f"ALTER TABLE {target} RENAME COLUMN {_q(temporary[old])} TO {_q(new)}"))
+        await _rename_derived(conn, schema, definition, old, new)
+    for column in definition.columns:
+        if column.name in renames:
+            column.name = renames[column.name]
+    if definition.display_column in renames:
+        definition.display_column = renames[definition.display_column]
+    await _rename_in_roles(conn, app_uid, table, renames)
+    await _rename_in_log(conn, app_uid, table, renames)
+
+
+async def _rename_derived(conn: AsyncConnection, schema: str, definition: TableDef, old: str,
+                          new: str) -> None:
+    """Constraint (and unique index) names derive from the column's name: keep them derived."""
+    column = definition.column(old)
+    assert column is not None
+    target = f"{_q(schema)}.{_q(definition.name)}"
+    kinds = [("ck", column.options is not None), ("fk", column_type(column.type).is_reference),
+             ("uq", column.unique)]
+    for kind, present in kinds:
+        if not present:
+            continue
+        before, after = (constraint_name(kind, definition.name, n) for n in (old, new))
+        if kind == "uq" and definition.soft_delete:  # a partial unique index, not a constraint
+            await conn.execute(text(f"ALTER INDEX {_q(schema)}.{_q(before)} RENAME TO {_q(after)}"))
+        else:
+            await conn.execute(text(
+                f"ALTER TABLE {target} RENAME CONSTRAINT {_q(before)} TO {_q(after)}"))
+
+
+async def _rename_in_roles(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
+                           renames: dict[str, str]) -> None:
+    rows = (await conn.execute(select(t.roles).where(t.roles.c.app_uid == app_uid)
+                               .with_for_update())).all()
+    for row in rows:
+        policies, redact = dict(row.row_policies), dict(row.redact)
+        if table in policies:
+            policies[table] = renamed_filter(policies[table], renames)
+        if table in redact:
+            redact[table] = [renames.get(c, c) for c in redact[table]]
+        if policies != row.row_policies or redact != row.redact:
+            await conn.execute(update(t.roles).where(
+                t.roles.c.app_uid == app_uid, t.roles.c.name == row.name,
+            ).values(row_policies=policies, redact=redact))
+
+
+async def _rename_in_log(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
+                         renames: dict[str, str]) -> None:
+    """Old images of deletes are read back as rows of the table: their keys follow."""
+    pairs = list(renames.items())
+    moved = "old_row"
+    for i, _ in enumerate(pairs):
+        moved = f"({moved} - :o{i})"
+    additions = " || ".join(f"jsonb_build_object(CAST(:n{i} AS text), old_row -> CAST(:o{i} AS text))"
+                            for i in range(len(pairs)))
+    params: dict[str, Any] = {"app": app_uid, "table": table, "olds": [o for o, _ in pairs]}
+    for i, (old, new) in enumerate(pairs):
+        params[f"o{i}"], params[f"n{i}"] = old, new
+    await conn.execute(text(
+        f"UPDATE authoric.changes SET old_row = {moved} || {additions} "
+        "WHERE app_uid = :app AND table_name = :table AND old_row ?| CAST(:olds AS text[])"),
+        params)
+
+
+# Alterations ----------------------------------------------------------------------------------
+
+def altered(definition: TableDef, change: ColumnAlter, searched: set[str]) -> ColumnDef:
+    """The column as `change` leaves it (checked like a new column); 422 for what cannot be."""
+    column = definition.column(change.name)
+    if column is None:
+        raise ValidationFailed(f"no column {change.name!r} to alter", {"column": change.name})
+    updates: dict[str, Any] = {}
+    for field in ("type", "required", "default", "unique", "options"):
+        if change.changes(field):
+            value = getattr(change, field)
+            if value is None and field in ("type", "required", "unique"):
+                raise ValidationFailed(f"{field} cannot be null", {"column": change.name})
+            updates[field] = value
+    new_type = updates.get("type", column.type)
+    if new_type != column.type:
+        if (column.type, new_type) not in CONVERSIONS:
+            raise ValidationFailed(f"column {column.name!r} cannot change from {column.type} "
+                                   f"to {new_type}", {"column": column.name})
+        if column.name in searched and new_type not in SEARCHABLE_TYPES:
+            raise ValidationFailed(f"column {column.name!r} has a search index; drop it first",
+                                   {"column": column.name})
+        if new_type != "select" and "options" not in updates:
+            updates["options"] = None
+    return column.model_copy(update=updates).checked()
+
+
+async def failing_rows(conn: AsyncConnection, app_uid: uuid.UUID, definition: TableDef,
+                       before: ColumnDef, after: ColumnDef) -> list[dict[str, Any]]:
+    """The rows (at most 100) that cannot take the change, as `{"uid", "column", "message"}`."""
+    target = f"{_q(schema_name(app_uid))}.{_q(definition.name)}"
+    col = _q(before.name)
+    live = " AND deleted_at IS NULL" if definition.soft_delete else ""
+    shown = field_name(after)
+    found: list[dict[str, Any]] = []
+    if after.required and not before.required:
+        nulls = await conn.execute(text(
+            f"SELECT uid FROM {target} WHERE {col} IS NULL{live} ORDER BY uid "
+            f"LIMIT {MAX_LISTED_ROWS}"))
+        found += [{"uid": str(u), "column": shown, "message": "required, but null"}
+                  for u in nulls.scalars()]
+    if before.type != after.type or (after.options is not None and after.options != before.options):
+        found += await _unconvertible(conn, target, col, before, after, shown,
+                                      MAX_LISTED_ROWS - len(found))
+    if after.unique and not before.unique and len(found) < MAX_LISTED_ROWS:
+        # Duplicates after conversion are duplicates before it (every conversion here is
+        # injective on the values that convert), except text to a type that normalizes.
+        dupes = await duplicate_rows(conn, app_uid, definition, [before.name])
+        found += [{**d, "column": shown} for d in dupes[:MAX_LISTED_ROWS - len(found)]]
+    return found
+
+
+async def _unconvertible(conn: AsyncConnection, target: str, col: str, before: ColumnDef,
+                         after: ColumnDef, shown: str, limit: int) -> list[dict[str, Any]]:
+    """Rows whose value does not parse as the new type (or is not one of the new options),
+    judged by the same parser a client's value goes through. Streams every non-null value:
+    a type change rewrites the table anyway."""
+    if limit <= 0:
+        return []
+    out: list[dict[str, Any]] = []
+    after_uid: Any = None
+    while True:  # pages by uid: no cursor stays open for the ALTER that follows
+        page = (await conn.execute(text(
+            f"SELECT uid, {as_text(col, before.type)} AS v FROM {target} "
+            f"WHERE {col} IS NOT NULL" + (" AND uid > :after" if after_uid else "")
+            + f" ORDER BY uid LIMIT {CHECK_PAGE}"), {"after": after_uid} if after_uid else {})).all()
+        for uid, value in page:
+            message = _refusal(value, before, after)
+            if message is not None:
+                out.append({"uid": str(uid), "column": shown, "message": message})
+                if len(out) >= limit:
+                    return out
+        if len(page) < CHECK_PAGE:
+            return out
+        after_uid = page[-1][0]
+
+
+def _refusal(value: str, before: ColumnDef, after: ColumnDef) -> str | None:
+    try:
+        if before.type == "numeric" and after.type == "integer":
+            number = Decimal(value)
+            if number != number.to_integral_value() or not INT64[0] <= number <= INT64[1]:
+                return "not a whole number in 64-bit range"
+        elif after.type in TEXTUAL:
+            after.parse_json(value)  # within the options
+        elif before.type in TEXTUAL:
+            parse_text(after.type, value)
+    except BadValue as exc:
+        return f"cannot be converted: {exc}"
+    return None
+
+
+def as_text(col: str, type_name: str) -> str:
+    """SQL: the column's value as the text a client would have sent for it."""
+    if type_name == "timestamp":
+        return (f"to_char({col} AT TIME ZONE 'UTC', "
+                "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')")
+    return f"{col}::text"
+
+
+def _using(col: str, before: ColumnDef, after: ColumnDef) -> str:
+    """The `USING` expression converting the checked values exactly as the parser reads them."""
+    src, dst = before.type, after.type
+    if dst in TEXTUAL:
+        return as_text(col, src)
+    if src in TEXTUAL:
+        return column_type(dst).csv_cast(col) if dst == "boolean" else (
+            f"trim({col})::{column_type(dst).pg_name}")
+    if (src, dst) == ("date", "timestamp"):
+        return f"({col}::timestamp AT TIME ZONE 'UTC')"
+    if (src, dst) == ("timestamp", "date"):
+        return f"({col} AT TIME ZONE 'UTC')::date"
+    return f"{col}::{column_type(dst).pg_name}"
+
+
+async def alter_column(conn: AsyncConnection, app_uid: uuid.UUID, definition: TableDef,
+                       before: ColumnDef, after: ColumnDef) -> None:
+    """The DDL of one checked alteration (`required` and `default` are the catalog's alone)."""
+    schema = schema_name(app_uid)
+    target = f"{_q(schema)}.{_q(definition.name)}"
+    col = _q(before.name)
+    check = constraint_name("ck", definition.name, before.name)
+    if before.options is not None:
+        await conn.execute(text(f"ALTER TABLE {target} DROP CONSTRAINT {_q(check)}"))
+    if before.type != after.type and column_type(before.type).pg_name != column_type(after.type).pg_name:
+        await conn.execute(text(
+            f"ALTER TABLE {target} ALTER COLUMN {col} TYPE {column_type(after.type).pg_name} "
+            f"USING {_using(col, before, after)}"))
+    if after.options is not None:
+        compiled = compile_table(app_uid, definition, MetaData())  # holds `after`'s CHECK
+        constraint = next(c for c in compiled.table.constraints if c.name == check)
+        await conn.run_sync(lambda sync: sync.execute(AddConstraint(constraint)))
+    if before.unique != after.unique:
+        await _set_unique(conn, schema, definition, after)
+    await _convert_in_log(conn, app_uid, definition.name, before, after)
+
+
+async def _set_unique(conn: AsyncConnection, schema: str, definition: TableDef,
+                      column: ColumnDef) -> None:
+    name = _q(constraint_name("uq", definition.name, column.name))
+    target = f"{_q(schema)}.{_q(definition.name)}"
+    col = _q(column.name)
+    if column.unique and definition.soft_delete:
+        await conn.execute(text(f"CREATE UNIQUE INDEX {name} ON {target} (org_uid, {col}) "
+                                "WHERE deleted_at IS NULL"))
+    elif column.unique:
+        await conn.execute(text(f"ALTER TABLE {target} ADD CONSTRAINT {name} "
+                                f"UNIQUE (org_uid, {col})"))
+    elif definition.soft_delete:
+        await conn.execute(text(f"DROP INDEX {_q(schema)}.{name}"))
+    else:
+        await conn.execute(text(f"ALTER TABLE {target} DROP CONSTRAINT {name}"))
+
+
+async def _convert_in_log(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
+                          before: ColumnDef, after: ColumnDef) -> None:
+    """Old images hold values of the old type; the judge reads them as the new one. Each is
+    converted like the rows were; one that does not convert (its row was never checked: it
+    is gone) becomes null."""
+    if before.type == after.type:
+        return
+    rows = (await conn.execute(text(
+        "SELECT id, old_row ->> CAST(:col AS text) AS v FROM authoric.changes "
+        "WHERE app_uid = :app AND table_name = :table AND old_row ->> CAST(:col AS text) IS NOT NULL"),
+        {"app": app_uid, "table": table, "col": before.name})).all()
+    for row in rows:
+        value = _image_value(row.v, before, after)
+        await conn.execute(text(
+            "UPDATE authoric.changes SET old_row = jsonb_set(old_row, ARRAY[CAST(:col AS text)], "
+            "CAST(:v AS jsonb)) WHERE id = :id"),
+            {"col": before.name, "v": json.dumps(value), "id": row.id})
+
+
+def _image_value(stored: str, before: ColumnDef, after: ColumnDef) -> Any:
+    """A stored image's value (as `->>` gives it) as the new type renders it; None if it
+    does not convert."""
+    try:
+        if before.type == "timestamp" and after.type in TEXTUAL:
+            return column_type("timestamp").render(parse_text("timestamp", stored))
+        if (before.type, after.type) == ("timestamp", "date"):
+            return parse_text("timestamp", stored).astimezone(dt.UTC).date().isoformat()
+        if (before.type, after.type) == ("date", "timestamp"):
+            day = parse_text("date", stored)
+            return column_type("timestamp").render(
+                dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC))
+        if before.type == "numeric" and after.type == "integer":
+            number = Decimal(stored)
+            return int(number) if number == number.to_integral_value() else None
+        if after.type in TEXTUAL:
+            return stored
+        return column_type(after.type).render(parse_text(after.type, stored))
+    except (BadValue, ValueError, ArithmeticError):
+        return None

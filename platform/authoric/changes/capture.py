@@ -1,0 +1,52 @@
+"""SQL capture: writes made directly in the database to a table with `captureSqlWrites`
+reach the change log, in the writer's own transaction, with the same positions as any other
+change (the sequencer stamps them in commit order).
+
+How (the trade-off against logical decoding is measured in docs/realtime.md):
+- three statement-level AFTER triggers per captured table (INSERT, UPDATE, DELETE; a trigger
+  with transition tables takes one event), calling `authoric.capture_sql_writes()` (migration
+  0006) with the app uid, the table name and whether it soft-deletes;
+- the function files one change per row (a delete with its old image, so it is judged as it
+  stood); a statement touching more than 1,000 rows files one `bulk` change per org instead;
+- the platform's own connections carry `authoric.platform_write = on` (db/engine.py), and
+  the function returns at once for them: a platform write filed its change itself, in the
+  same statement, and is never filed twice;
+- the function ends with `pg_notify('authoric_pending')`, delivered at commit, which wakes
+  the sequencer's leader at once instead of at its safety poll.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from authoric.catalog.schema import schema_name
+
+SETTING = "authoric.platform_write"  # on for the platform's connections: they file their own
+EVENTS = {"ins": "INSERT", "upd": "UPDATE", "del": "DELETE"}
+REFERENCING = {"ins": "NEW TABLE AS new_rows", "upd": "OLD TABLE AS old_rows NEW TABLE AS new_rows",
+               "del": "OLD TABLE AS old_rows"}
+
+
+def sql_name(app_uid: uuid.UUID, table: str) -> str:
+    """The PostgreSQL name of an app's table, as the definition's `sqlName` shows it."""
+    return f'"{schema_name(app_uid)}"."{table}"'
+
+
+async def set_capture(conn: AsyncConnection, app_uid: uuid.UUID, table: str, soft_delete: bool,
+                      on: bool) -> None:
+    """Install (or remove) the capture triggers of a table; names come from the catalog only."""
+    target = sql_name(app_uid, table)
+    if on:  # a SQL writer may omit `uid`, as the platform's rows have one (a UUIDv7)
+        await conn.execute(text(f"ALTER TABLE {target} ALTER COLUMN uid SET DEFAULT "
+                                "authoric.uuid_v7()"))
+    for short, event in EVENTS.items():
+        await conn.execute(text(f"DROP TRIGGER IF EXISTS authoric_capture_{short} ON {target}"))
+        if on:
+            await conn.execute(text(
+                f"CREATE TRIGGER authoric_capture_{short} AFTER {event} ON {target} "
+                f"REFERENCING {REFERENCING[short]} FOR EACH STATEMENT EXECUTE FUNCTION "
+                f"authoric.capture_sql_writes('{app_uid}', '{table}', "
+                f"'{'soft' if soft_delete else 'hard'}')"))

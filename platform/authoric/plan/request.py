@@ -1,0 +1,114 @@
+"""`TableRequest`: one call on one table, as every caller states it (REST, the server-side SDK,
+the console's rows, CSV and the CLI), parsed once into types before anything runs.
+
+A request names the table, the operation, and what the operation needs: the row uid, the
+filter tree, the page (order, limit, cursor), the body (row values as JSON), and the media
+the caller sends or wants. Each part is parsed when the request is built, but a part that does
+not parse is kept as `Checked` (its error), not raised: the contract answers the request's
+shape (400/415/422, or 404 for a uid that is no uid) only after authentication, the table, the
+operation switch and the permission. `records.pipeline.execute` raises it at that step.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from authoric.errors import AuthoricError, NotFound
+from authoric.plan.filters import EVERYTHING, Node, parse_filter
+from authoric.plan.listing import parse_limit
+from authoric.plan.plan import Page
+
+T = TypeVar("T")
+
+Operation = Literal["read", "list", "export", "create", "update", "delete",
+                    "update_where", "delete_where", "import"]
+
+# The gate's action for each operation (policy.decision names permissions by these).
+GATE_ACTION: dict[str, str] = {
+    "read": "read", "list": "read_list", "export": "read_list", "create": "create",
+    "update": "update", "delete": "delete", "update_where": "update",
+    "delete_where": "delete", "import": "create",
+}
+WRITES = frozenset({"create", "update", "delete", "update_where", "delete_where", "import"})
+
+
+@dataclass(frozen=True)
+class Checked(Generic[T]):
+    """A part of a request, parsed: its value, or the error its parse raised, kept until the
+    pipeline reaches the step where the contract answers it."""
+
+    value: T
+    error: AuthoricError | None = None
+
+    def get(self) -> T:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+    @staticmethod
+    def of(parse: Callable[[], T], fallback: T) -> Checked[T]:
+        try:
+            return Checked(parse())
+        except AuthoricError as exc:
+            return Checked(fallback, exc)
+
+
+def ok(value: T) -> Checked[T]:
+    return Checked(value)
+
+
+def parse_uid(raw: str | uuid.UUID) -> uuid.UUID:
+    """A row uid; anything else is a row that does not exist."""
+    if isinstance(raw, uuid.UUID):
+        return raw
+    try:
+        return uuid.UUID(raw)
+    except ValueError as exc:
+        raise NotFound("no such row") from exc
+
+
+def checked_uid(raw: str | uuid.UUID) -> Checked[uuid.UUID]:
+    return Checked.of(lambda: parse_uid(raw), uuid.UUID(int=0))
+
+
+def checked_filter(document: Any) -> Checked[Node]:
+    """A filter document (the query string's terms, `?filter=`, or a caller's dict)."""
+    if document is None or document == {}:
+        return ok(EVERYTHING)
+    return Checked.of(lambda: parse_filter(document), EVERYTHING)
+
+
+def checked_page(order: str | None, limit: str | int | None, after: str | None) -> Checked[Page]:
+    raw = None if limit is None else str(limit)
+    return Checked.of(lambda: Page(order, parse_limit(raw), after), Page())
+
+
+@dataclass(frozen=True)
+class TableRequest:
+    """One call on one table, typed; see the module's docstring."""
+
+    app: str
+    table: str
+    operation: Operation
+    uid: Checked[uuid.UUID] | None = None
+    filter: Checked[Node] = field(default_factory=lambda: ok(EVERYTHING))
+    page: Checked[Page] = field(default_factory=lambda: ok(Page()))
+    body: Checked[Any] = field(default_factory=lambda: ok(None))  # the JSON the caller sent
+    media: Checked[None] = field(default_factory=lambda: ok(None))  # 415 for a wrong type
+
+    @property
+    def action(self) -> str:
+        """The gate's action: what permission the request needs."""
+        return GATE_ACTION[self.operation]
+
+    @property
+    def writes(self) -> bool:
+        return self.operation in WRITES
+
+    def row_uid(self) -> uuid.UUID:
+        if self.uid is None:
+            raise NotFound("no such row")
+        return self.uid.get()

@@ -1,0 +1,171 @@
+"""The request pipeline: a typed `TableRequest` (plan.request), run for one `Caller`, by `execute`.
+
+Every caller goes through here: REST (http/autocrud.py), the server-side SDK (sdk.py), the
+console's rows (console/rows.py), CSV import and export, and the CLI (through the SDK).
+
+A `Caller` is who is asking, resolved once: it admits an action on a table (the gate:
+404, 403 TABLE_LOCKED, 403 FORBIDDEN) and gives the executor its statements run on. There
+are two kinds:
+- the request path's (http/context.py), planned from cached facts, whose single statement
+  carries the facts as a guard (`at_once`): one round trip, in autocommit;
+- a transaction's (`InTransaction`), whose facts were read fresh inside it: the SDK, the
+  console, and every request whose work needs several statements.
+
+`execute` owns the choice between them, and the explanation of a miss:
+- a read, a page, and a create or single-row update/delete that touches no soft-delete table
+  run as one guarded statement when the caller has one (`at_once`);
+- a write that must check references first, or a delete on a soft-delete table, bulk writes,
+  imports and exports open the caller's transaction (`Caller.transaction`);
+- an update or delete whose one statement changed nothing (no such row, a row the policy does
+  not let this writer change, or a change that would leave the policy) runs again in a
+  transaction, which answers 404 or 403 exactly and rolls back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from authoric.catalog.snapshot import AppSnapshot
+from authoric.plan.access import Access, admit
+from authoric.plan.request import TableRequest
+from authoric.plan.runner import ConnectionExecutor, Executor
+from authoric.policy.principal import Principal
+from authoric.records import bulk, csv_export, csv_import, reads, writes
+from authoric.records.csv_fast import Spool
+from authoric.records.values import bulk_set_values, column_values
+
+Strategy = Literal["statement", "transaction"]
+
+
+class Caller(Protocol):
+    """Who runs a request: admits it, and gives the executor its statements run on."""
+
+    @property
+    def ex(self) -> Executor: ...
+
+    @property
+    def at_once(self) -> bool:
+        """Whether `ex` runs one guarded statement in autocommit (the request path)."""
+        ...
+
+    def admit(self, table: str, action: str) -> Access: ...
+
+    def transaction(self) -> AbstractAsyncContextManager[InTransaction]:
+        """The same caller inside a transaction, its facts read fresh there."""
+        ...
+
+
+@dataclass
+class InTransaction:
+    """A caller inside one transaction on the engine, with facts read in it."""
+
+    conn: AsyncConnection
+    engine: AsyncEngine
+    principal: Principal
+    snapshot: AppSnapshot
+
+    at_once = False
+
+    @property
+    def ex(self) -> ConnectionExecutor:
+        return ConnectionExecutor(self.conn)
+
+    def admit(self, table: str, action: str) -> Access:
+        return admit(self.snapshot, self.principal, table, action)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[InTransaction]:
+        yield self
+
+
+def strategy(access: Access, request: TableRequest, at_once: bool) -> Strategy:
+    """One guarded statement, or a transaction, for `request` by a caller that can (`at_once`)
+    or cannot run one guarded statement."""
+    if not at_once:
+        return "transaction"
+    if request.operation in ("read", "list"):
+        return "statement"
+    if request.operation in ("create", "update", "delete"):
+        return "transaction" if writes.needs_transaction(access, request.action) else "statement"
+    return "transaction"
+
+
+def admitted(caller: Caller | InTransaction, request: TableRequest) -> Access:
+    """The gate for `request` (404, 403), then the media it was sent in (415)."""
+    access = caller.admit(request.table, request.action)
+    request.media.get()
+    return access
+
+
+async def execute(caller: Caller, request: TableRequest,
+                  chunks: AsyncIterator[bytes] | Spool | None = None) -> Any:
+    """Run `request` as `caller`: the gate, then the request's shape (in the contract's check
+    order), the plan, and its statement(s). The answer is the operation's: a row, a page,
+    None for a delete, a count, or the CSV bytes of an export. `chunks` is an import's body."""
+    access = admitted(caller, request)
+    op = request.operation
+    if strategy(access, request, caller.at_once) == "statement":
+        return await _at_once(caller, access, request)
+    async with caller.transaction() as tx:
+        current = tx.admit(request.table, request.action) if tx is not caller else access
+        if op == "export":
+            statement = csv_export.export_statement(current, request.filter.get(),
+                                                    request.page.get().order)
+            return csv_export.export_csv(tx.engine, current, statement)
+        if op == "import":
+            assert chunks is not None, "an import needs its body"
+            return {"inserted": await csv_import.import_csv(tx.conn, current, chunks)}
+        return await _in_transaction(tx.ex, current, request)
+
+
+async def _at_once(caller: Caller, access: Access, request: TableRequest) -> Any:
+    ex, op = caller.ex, request.operation
+    if op == "read":
+        return await reads.read_one(ex, access, request.row_uid())
+    if op == "list":
+        return await reads.list_page(ex, access, request.filter.get(), request.page.get())
+    if op == "create":
+        body = request.body.get()
+        return await writes.create_row(ex, access, column_values(access.table, body, creating=True))
+    uid = request.row_uid()
+    changes: dict[str, Any] | None = None
+    if op == "update":
+        changes = column_values(access.table, request.body.get(), creating=False)
+    done, row = await writes.write_at_once(ex, access, uid, changes)
+    if done:
+        return row
+    # A miss: the same write in a transaction says 403 or 404, and rolls back a row that
+    # would leave the writer's policy.
+    async with caller.transaction() as tx:
+        return await _in_transaction(tx.ex, tx.admit(request.table, request.action), request)
+
+
+async def _in_transaction(ex: ConnectionExecutor, access: Access, request: TableRequest) -> Any:
+    op = request.operation
+    if op == "read":
+        return await reads.read_one(ex, access, request.row_uid())
+    if op == "list":
+        return await reads.list_page(ex, access, request.filter.get(), request.page.get())
+    if op == "create":
+        body = request.body.get()
+        return await writes.create_row(ex, access, column_values(access.table, body, creating=True))
+    if op == "update":
+        uid, body = request.row_uid(), request.body.get()
+        return await writes.update_row(ex, access, uid,
+                                       column_values(access.table, body, creating=False))
+    if op == "delete":
+        await writes.delete_row(ex, access, request.row_uid())
+        return None
+    tree = request.filter.get()
+    if op == "update_where":
+        bulk.checked_plan(access, tree)
+        values = bulk_set_values(access.table, request.body.get())
+        return {"count": await bulk.bulk_update(ex, access, tree, values)}
+    if op == "delete_where":
+        return {"count": await bulk.bulk_delete(ex, access, tree)}
+    raise AssertionError(f"no such operation {op!r}")
