@@ -10,7 +10,6 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from authoric_client import AsyncClient, AuthoricError, Client, Event
-
 from tests.clients.python_client_world import Shop, shop, wait_until
 from tests.scenario import AppWorld
 from tests.servers import ServerProcess

@@ -16,7 +16,6 @@ from pathlib import Path
 import httpx
 import pytest
 from authoric_client import AsyncClient, AuthoricError, Client
-
 from tests.clients.python_client_world import Shop, shop, wait_until
 from tests.scenario import AppWorld, expect
 from tests.servers import ServerProcess, start_server

@@ -15,7 +15,6 @@ from typing import Any
 import httpx
 import pytest
 from authoric_client import AuthoricError, Backoff, Client, Event, LiveQuery, Subscription
-
 from tests.clients.python_client_world import Shop, shop, wait_until
 from tests.scenario import AppWorld
 from tests.servers import ServerProcess, free_port, start_server
