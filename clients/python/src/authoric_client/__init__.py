@@ -1,0 +1,12 @@
+"""authoric-client: Authoric's HTTP contract for Python apps (`Client`, `AsyncClient`)."""
+
+from authoric_client.aclient import AsyncClient, AsyncTable, AsyncTables
+from authoric_client.errors import AuthoricError
+from authoric_client.live import AsyncLiveQuery
+from authoric_client.models import Event, Page
+from authoric_client.stream import AsyncSubscription, Backoff
+from authoric_client.sync import Client, LiveQuery, Subscription, Table, Tables
+
+__all__ = ["AsyncClient", "AsyncLiveQuery", "AsyncSubscription", "AsyncTable", "AsyncTables",
+           "AuthoricError", "Backoff", "Client", "Event", "LiveQuery", "Page", "Subscription",
+           "Table", "Tables"]
