@@ -69,7 +69,7 @@ def _kind(schema: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
 
 
 def shapes(doc: dict[str, Any]) -> list[TableShape]:
-    """Every table the document describes: one row schema `name` beside `name.create`."""
+    """Every table the document describes (one row schema `name` beside `name.create`), by name."""
     schemas: dict[str, Any] = doc.get("components", {}).get("schemas", {})
     out: list[TableShape] = []
     for name, schema in schemas.items():
@@ -82,7 +82,7 @@ def shapes(doc: dict[str, Any]) -> list[TableShape]:
             kind, options = _kind(prop)
             fields.append(Field(field, kind, options, field in required))
         out.append(TableShape(name, tuple(fields)))
-    return out
+    return sorted(out, key=lambda table: table.name)  # the same text whatever the server's order
 
 
 def pascal(name: str) -> str:

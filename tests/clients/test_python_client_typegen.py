@@ -39,8 +39,8 @@ def test_typegen_prints_typescript_row_types_of_the_apps_tables(server: ServerPr
             "status: string | null; amount: string | null; seq: number | null; createdAt: string; "
             "updatedAt: string }") in lines
     app_type = "".join(part.capitalize() for part in world.name.split("_"))
-    assert lines[-1] == (f"export interface {app_type}Tables {{ vendors: VendorsRow; "
-                         "invoices: InvoicesRow; tasks: TasksRow }")
+    assert lines[-1] == (f"export interface {app_type}Tables {{ invoices: InvoicesRow; "
+                         "tasks: TasksRow; vendors: VendorsRow }")
 
 
 def test_typegen_writes_python_types_a_client_uses_at_run_time(server: ServerProcess, world: AppWorld,
