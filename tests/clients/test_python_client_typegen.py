@@ -4,31 +4,47 @@ TypeScript and Python, and uses the Python ones with the client."""
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
-import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from authoric_client import Client
 from tests.clients.python_client_world import shop
 from tests.scenario import AppWorld
 from tests.servers import ServerProcess
 
-
-def typegen(server: ServerProcess, *args: str, token: str | None = None,
-            ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AUTHORIC_ADMIN_TOKEN": token or server.admin_token}
-    return subprocess.run([sys.executable, "-m", "authoric.cli", "typegen", "--url", server.url,
-                           *args], env=env, capture_output=True, text=True, timeout=120)
+from authoric.cli import main
 
 
-def test_typegen_prints_typescript_row_types_of_the_apps_tables(server: ServerProcess,
-                                                                 world: AppWorld) -> None:
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def typegen(server: ServerProcess, monkeypatch: pytest.MonkeyPatch,
+            capsys: pytest.CaptureFixture[str]) -> Callable[..., Ran]:
+    """`authoric typegen --url <server> ARGS` as the command line runs it (in this process)."""
+
+    def run(*args: str, token: str | None = None) -> Ran:
+        monkeypatch.setenv("AUTHORIC_ADMIN_TOKEN", token or server.admin_token)
+        code = main(["typegen", "--url", server.url, *args])
+        out, err = capsys.readouterr()
+        return Ran(code, out, err)
+
+    return run
+
+
+def test_typegen_prints_typescript_row_types_of_the_apps_tables(
+        typegen: Callable[..., Ran], world: AppWorld) -> None:
     shop(world)
     world.table("tasks", [{"name": "state", "type": "select", "options": ["todo", "done"],
                            "required": True}])
-    done = typegen(server, "--app", world.name, "--lang", "ts")
+    done = typegen("--app", world.name, "--lang", "ts")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert "export interface VendorsRow { uid: string; name: string; createdAt: string; " \
@@ -43,11 +59,11 @@ def test_typegen_prints_typescript_row_types_of_the_apps_tables(server: ServerPr
                          "tasks: TasksRow; vendors: VendorsRow }")
 
 
-def test_typegen_writes_python_types_a_client_uses_at_run_time(server: ServerProcess, world: AppWorld,
-                                                               tmp_path: Path) -> None:
+def test_typegen_writes_python_types_a_client_uses_at_run_time(
+        typegen: Callable[..., Ran], server: ServerProcess, world: AppWorld, tmp_path: Path) -> None:
     acme = shop(world)
     out = tmp_path / "acme_types.py"
-    done = typegen(server, "--app", world.name, "--lang", "py", "--out", str(out))
+    done = typegen("--app", world.name, "--lang", "py", "--out", str(out))
     assert done.returncode == 0, done.stderr
     spec = importlib.util.spec_from_file_location("acme_types", out)
     assert spec is not None and spec.loader is not None
@@ -60,9 +76,9 @@ def test_typegen_writes_python_types_a_client_uses_at_run_time(server: ServerPro
         assert row["seq"] == 3 and set(row) == set(module.InvoicesRow.__annotations__) - {"expand"}
 
 
-def test_typegen_says_why_when_the_app_is_unknown_or_the_token_wrong(server: ServerProcess,
-                                                                    world: AppWorld) -> None:
-    unknown = typegen(server, "--app", "no_such_app", "--lang", "ts")
+def test_typegen_says_why_when_the_app_is_unknown_or_the_token_wrong(
+        typegen: Callable[..., Ran], world: AppWorld) -> None:
+    unknown = typegen("--app", "no_such_app", "--lang", "ts")
     assert unknown.returncode == 1 and "404" in unknown.stderr and not unknown.stdout
-    refused = typegen(server, "--app", world.name, "--lang", "py", token="x" * 32)
+    refused = typegen("--app", world.name, "--lang", "py", token="x" * 32)
     assert refused.returncode == 1 and "401" in refused.stderr and "UNAUTHENTICATED" in refused.stderr

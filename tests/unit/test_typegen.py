@@ -86,24 +86,17 @@ def test_python_types_are_typed_dicts_and_protocols_typing_each_table() -> None:
             "Table[InvoicesRow, InvoicesNew, InvoicesPatch]: ...") in text
 
 
-def _mypy(tmp_path: Path, usage: str) -> subprocess.CompletedProcess[str]:
+def test_mypy_passes_correct_use_and_fails_each_deliberate_error(tmp_path: Path) -> None:
     (tmp_path / "acme_types.py").write_text(render_py(acme_openapi(), "acme"))
-    (tmp_path / "usage.py").write_text(usage)
-    return subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-                           "--config-file", "/dev/null", "usage.py", "acme_types.py"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
-
-
-def test_mypy_passes_correct_use_of_the_generated_types(tmp_path: Path) -> None:
-    checked = _mypy(tmp_path, (FIXTURE / "correct.py").read_text())
-    assert checked.returncode == 0, checked.stdout
-
-
-def test_mypy_fails_each_deliberate_error_and_nothing_else(tmp_path: Path) -> None:
-    usage = (FIXTURE / "wrong.py").read_text()
-    wrong_lines = [n for n, line in enumerate(usage.splitlines(), 1) if "# deliberate error" in line]
-    checked = _mypy(tmp_path, usage)
+    for name in ("correct.py", "wrong.py"):
+        (tmp_path / name).write_text((FIXTURE / name).read_text())
+    checked = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+                              "--config-file", "/dev/null", "correct.py", "wrong.py",
+                              "acme_types.py"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    wrong = (FIXTURE / "wrong.py").read_text().splitlines()
+    marked = [n for n, line in enumerate(wrong, 1) if "# deliberate error" in line]
     errors = [line.split(":") for line in checked.stdout.splitlines() if ": error:" in line]
-    assert checked.returncode == 1 and {file for file, *_ in errors} == {"usage.py"}, checked.stdout
-    assert sorted({int(line) for _, line, *_ in errors}) == wrong_lines, checked.stdout
-    assert len(wrong_lines) == 4, "each wrong call is its own line"
+    assert checked.returncode == 1 and {file for file, *_ in errors} == {"wrong.py"}, checked.stdout
+    assert sorted({int(line) for _, line, *_ in errors}) == marked, checked.stdout
+    assert len(marked) == 4, "each wrong call is its own line"
