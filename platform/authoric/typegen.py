@@ -11,9 +11,10 @@ before it became required may still hold null.
 
 TypeScript: `export interface InvoicesRow {...}` per table and `export interface AcmeTables
 { invoices: InvoicesRow; ... }` for `createClient<AcmeTables>()`.
-Python: per table the TypedDicts `InvoicesRow`, `InvoicesNew` (create) and `InvoicesPatch`
-(update), and the protocols `AcmeTables` / `AsyncAcmeTables` whose overloads type
-`Client[AcmeTables]` / `AsyncClient[AsyncAcmeTables]`'s `table("invoices")`.
+Python: per table the TypedDicts `InvoicesRow`, `InvoicesNew` (create), `InvoicesPatch`
+(update) and `InvoicesFilter`, the `Literal` `InvoicesOrder`, and the protocols `AcmeTables` /
+`AsyncAcmeTables` whose overloads type `Client[AcmeTables]` / `AsyncClient[AsyncAcmeTables]`'s
+`table("invoices")`.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ _REDACTED = {"type": "string", "enum": ["[redacted]"]}
 @dataclass(frozen=True)
 class Field:
     name: str
-    kind: str  # "string", "integer", "boolean", "json" or "select"
+    kind: str  # "string", "decimal", "integer", "boolean", "json" or "select"
     options: tuple[str, ...]  # for "select"
     required: bool  # never null in a row; must be given to create
 
@@ -61,6 +62,8 @@ def _kind(schema: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
     if "enum" in base:
         return "select", tuple(str(option) for option in base["enum"])
     kind = base.get("type")
+    if kind == "string" and base.get("format") == "decimal":
+        return "decimal", ()
     if kind in ("integer", "boolean", "string"):
         return str(kind), ()
     if kind == "number":
@@ -91,8 +94,14 @@ def pascal(name: str) -> str:
     return text if text[:1].isalpha() else f"T{text}"
 
 
-_TS = {"string": "string", "integer": "number", "boolean": "boolean", "json": "unknown"}
-_PY = {"string": "str", "integer": "int", "boolean": "bool", "json": "Any"}
+_TS = {"string": "string", "decimal": "string", "integer": "number", "boolean": "boolean",
+       "json": "unknown"}
+_PY = {"string": "str", "decimal": "str", "integer": "int", "boolean": "bool", "json": "Any"}
+# A filter's value and operators per kind (authoric_client.filters).
+_PY_FILTER = {"string": ("str", "TextOps"), "select": ("", "TextOps"),
+              "decimal": ("str | int | float", "NumberOps"), "integer": ("int", "IntOps"),
+              "boolean": ("bool", "BoolOps"), "json": ("Any", "JsonOps")}
+LOGIC = ("and", "or", "not")
 
 
 def _ts_type(field: Field) -> str:
@@ -132,21 +141,41 @@ def _typed_dict(name: str, entries: list[tuple[str, str]], total: bool = True) -
     return lines
 
 
+def _filter_entries(table: TableShape, kind: str) -> list[tuple[str, str]]:
+    entries = []
+    for f in table.fields:
+        value, ops = _PY_FILTER[f.kind]
+        value = value or _py_type(f, False)
+        entries.append((f.name, "Any" if f.kind == "json" else
+                        f"{value}{'' if f.required else ' | None'} | {ops}"))
+    taken = {f.name for f in table.fields}
+    logic = {"and": f'list["{kind}Filter"]', "or": f'list["{kind}Filter"]', "not": f'"{kind}Filter"'}
+    return entries + [(key, logic[key]) for key in LOGIC if key not in taken]
+
+
+def _order(table: TableShape) -> str:
+    names = [f.name for f in table.fields if f.kind != "json"]
+    options = ", ".join(json.dumps(spec) for name in names for spec in (name, f"-{name}"))
+    return f"{pascal(table.name)}Order = Literal[{options}]"
+
+
 def _protocol(name: str, tables: list[TableShape], table_class: str) -> list[str]:
     lines = ["", "", f"class {name}(Protocol):"]
     if not tables:
-        return [*lines, f"    def __call__(self, name: str, /) -> {table_class}[Any, Any, Any]: ..."]
+        untyped = f"{table_class}[Any, Any, Any, Any, Any]"
+        return [*lines, f"    def __call__(self, name: str, /) -> {untyped}: ..."]
     for table in tables:
         kind = pascal(table.name)
         if len(tables) > 1:
             lines.append("    @overload")
         lines.append(f"    def __call__(self, name: Literal[{json.dumps(table.name)}], /) -> "
-                     f"{table_class}[{kind}Row, {kind}New, {kind}Patch]: ...")
+                     f"{table_class}[{kind}Row, {kind}New, {kind}Patch, {kind}Filter, {kind}Order]: ...")
         if len(tables) > 1 and table is not tables[-1]:
             lines.append("")
     return lines
 
 
+_CLIENT_NAMES = ("AsyncTable", "BoolOps", "IntOps", "JsonOps", "NumberOps", "Table", "TextOps")
 _TYPING_NAMES = ("Any", "Literal", "NoReturn", "NotRequired", "Protocol", "Required", "TypedDict",
                  "overload")
 
@@ -164,10 +193,13 @@ def render_py(doc: dict[str, Any], app: str) -> str:
         body += _typed_dict(f"{kind}New", new, total=False)
         patch = [(f.name, _py_type(f, not f.required)) for f in table.columns]
         body += _typed_dict(f"{kind}Patch", patch, total=False)
+        body += _typed_dict(f"{kind}Filter", _filter_entries(table, kind), total=False)
+        body.append(_order(table))
     body += _protocol(f"{app_name}Tables", tables, "Table")
     body += _protocol(f"Async{app_name}Tables", tables, "AsyncTable")
     text = "\n".join(body)
     used = [name for name in _TYPING_NAMES if re.search(rf"\b{name}\b", text)]
+    client = [name for name in _CLIENT_NAMES if re.search(rf"\b{name}\b", text)]
     head = [f'"""Row types of the Authoric app `{app}`, from its OpenAPI document.',
             "",
             f"Generated by `authoric typegen --app {app} --lang py`; do not edit. Use:",
@@ -177,7 +209,7 @@ def render_py(doc: dict[str, Any], app: str) -> str:
             "",
             f"from typing import {', '.join(used)}",
             "",
-            "from authoric_client import AsyncTable, Table",
+            f"from authoric_client import {', '.join(client)}",
             ""]
     return "\n".join(head) + text + "\n"
 

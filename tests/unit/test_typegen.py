@@ -83,7 +83,9 @@ def test_python_types_are_typed_dicts_and_protocols_typing_each_table() -> None:
     assert '"meta": Any,' in text
     assert "class AcmeTables(Protocol):" in text and "class AsyncAcmeTables(Protocol):" in text
     assert ('def __call__(self, name: Literal["invoices"], /) -> '
-            "Table[InvoicesRow, InvoicesNew, InvoicesPatch]: ...") in text
+            "Table[InvoicesRow, InvoicesNew, InvoicesPatch, InvoicesFilter, InvoicesOrder]: ...") in text
+    assert '"amount": str | int | float | None | NumberOps,' in text  # a filter on a numeric
+    assert 'InvoicesOrder = Literal["uid", "-uid", "number", "-number",' in text
 
 
 def test_mypy_passes_correct_use_and_fails_each_deliberate_error(tmp_path: Path) -> None:
@@ -99,4 +101,4 @@ def test_mypy_passes_correct_use_and_fails_each_deliberate_error(tmp_path: Path)
     errors = [line.split(":") for line in checked.stdout.splitlines() if ": error:" in line]
     assert checked.returncode == 1 and {file for file, *_ in errors} == {"wrong.py"}, checked.stdout
     assert sorted({int(line) for _, line, *_ in errors}) == marked, checked.stdout
-    assert len(marked) == 4, "each wrong call is its own line"
+    assert len(marked) == 7, "each wrong call is its own line"
