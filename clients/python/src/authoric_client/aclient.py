@@ -25,6 +25,8 @@ from authoric_client.typevars import TypeVar
 R = TypeVar("R")  # a row as read
 N = TypeVar("N")  # a new row, as given to create
 P = TypeVar("P")  # a patch, as given to update and update_where
+F = TypeVar("F")  # a filter
+Ord = TypeVar("Ord")  # an order (`"-createdAt"`)
 
 Row = dict[str, Any]
 Filter = Mapping[str, Any]
@@ -52,7 +54,7 @@ def expand_params(expand: Sequence[str] | None) -> dict[str, str]:
     return {"expand": ",".join(expand)} if expand else {}
 
 
-class AsyncTable(Generic[R, N, P]):
+class AsyncTable(Generic[R, N, P, F, Ord]):
     """One table of the app, as the signed-in user may use it."""
 
     def __init__(self, client: AsyncClient[Any], name: str) -> None:
@@ -60,11 +62,12 @@ class AsyncTable(Generic[R, N, P]):
         self.name = name
         self.path = f"/{client.app}/autocrud/{name}"
 
-    async def list(self, *, filter: Filter | None = None, order: str | None = None,
+    async def list(self, *, filter: F | None = None, order: Ord | None = None,
                    limit: int | None = None, after: str | None = None,
                    expand: Sequence[str] | None = None, count: bool = False) -> Page[R]:
         body = (await self._client.request("GET", self.path, params=list_params(
-            filter, order, limit, after, expand, count))).json()
+            cast(Filter | None, filter), cast(str | None, order), limit, after, expand,
+            count))).json()
         return Page(body["items"], body.get("next"), body.get("total"))
 
     async def get(self, uid: str, *, expand: Sequence[str] | None = None) -> R:
@@ -82,13 +85,13 @@ class AsyncTable(Generic[R, N, P]):
     async def delete(self, uid: str) -> None:
         await self._client.request("DELETE", f"{self.path}/{uid}")
 
-    async def update_where(self, filter: Filter, set: P) -> int:
+    async def update_where(self, filter: F, set: P) -> int:
         """Bulk update: every row matching `filter` (required) gets `set`; how many changed."""
         response = await self._client.request("PATCH", self.path, json={"set": set},
                                               params=_bulk_filter(filter))
         return int(response.json()["count"])
 
-    async def delete_where(self, filter: Filter) -> int:
+    async def delete_where(self, filter: F) -> int:
         response = await self._client.request("DELETE", self.path, params=_bulk_filter(filter))
         return int(response.json()["count"])
 
@@ -103,16 +106,16 @@ class AsyncTable(Generic[R, N, P]):
         return self._client.stream(f"{self.path}/subscribe", expand_params(expand),
                                    last_event_id=last_event_id, on_status=on_status)
 
-    def live_query(self, *, filter: Filter | None = None, order: str | None = None,
+    def live_query(self, *, filter: F | None = None, order: Ord | None = None,
                    limit: int | None = None, expand: Sequence[str] | None = None,
                    on_change: Callable[[builtins.list[R]], None] | None = None) -> AsyncLiveQuery[R]:
         """The rows of this list query, kept current from the stream (see live.py); call
         `await live.ready()` for the first load, `await live.close()` to stop."""
-        return AsyncLiveQuery(self, filter=filter, order=order, limit=limit, expand=expand,
-                              on_change=on_change)
+        return AsyncLiveQuery(self, filter=cast(Filter | None, filter), order=cast(str | None, order),
+                              limit=limit, expand=expand, on_change=on_change)
 
 
-def _bulk_filter(filter: Filter) -> dict[str, str]:
+def _bulk_filter(filter: Any) -> dict[str, str]:
     if not filter:  # the server refuses it too (400); say so before sending anything
         raise AuthoricError(400, "BAD_REQUEST", "a bulk write needs a filter",
                             {"reason": "filter_required"})
@@ -122,7 +125,8 @@ def _bulk_filter(filter: Filter) -> dict[str, str]:
 class AsyncTables(Protocol):
     """Any table, untyped rows: what `AsyncClient().table` is without generated types."""
 
-    def __call__(self, name: str, /) -> AsyncTable[Row, Mapping[str, Any], Mapping[str, Any]]: ...
+    def __call__(self, name: str, /) -> AsyncTable[Row, Mapping[str, Any], Mapping[str, Any], Filter,
+                                                   str]: ...
 
 
 S = TypeVar("S", default=AsyncTables)
@@ -150,7 +154,7 @@ class AsyncClient(Generic[S]):
         """`table(name)`: one table of the app."""
         return cast(S, self._table)
 
-    def _table(self, name: str) -> AsyncTable[Any, Any, Any]:
+    def _table(self, name: str) -> AsyncTable[Any, Any, Any, Any, Any]:
         return AsyncTable(self, name)
 
     def subscribe(self, tables: Sequence[str], *, last_event_id: str | None = None,

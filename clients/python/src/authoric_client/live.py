@@ -35,7 +35,7 @@ PAGE = 1000  # rows per request when loading every matching row
 
 
 class AsyncLiveQuery(Generic[R]):
-    def __init__(self, table: AsyncTable[R, Any, Any], *, filter: Mapping[str, Any] | None,
+    def __init__(self, table: AsyncTable[R, Any, Any, Any, Any], *, filter: Mapping[str, Any] | None,
                  order: str | None, limit: int | None, expand: Sequence[str] | None,
                  on_change: Callable[[list[R]], None] | None) -> None:
         self._table = table

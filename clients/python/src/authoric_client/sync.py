@@ -25,6 +25,8 @@ T = TypeVar("T")
 R = TypeVar("R")
 N = TypeVar("N")
 P = TypeVar("P")
+F = TypeVar("F")
+Ord = TypeVar("Ord")  # an order (`"-createdAt"`)
 
 
 class _Loop:
@@ -164,15 +166,15 @@ class LiveQuery(Generic[R]):
         self.close()
 
 
-class Table(Generic[R, N, P]):
+class Table(Generic[R, N, P, F, Ord]):
     """One table of the app (see `AsyncTable`), blocking."""
 
-    def __init__(self, inner: AsyncTable[R, N, P], loop: _Loop) -> None:
+    def __init__(self, inner: AsyncTable[R, N, P, F, Ord], loop: _Loop) -> None:
         self._inner = inner
         self._loop = loop
         self.name = inner.name
 
-    def list(self, *, filter: Filter | None = None, order: str | None = None,
+    def list(self, *, filter: F | None = None, order: Ord | None = None,
              limit: int | None = None, after: str | None = None,
              expand: Sequence[str] | None = None, count: bool = False) -> Page[R]:
         return self._loop.run(self._inner.list(filter=filter, order=order, limit=limit, after=after,
@@ -190,10 +192,10 @@ class Table(Generic[R, N, P]):
     def delete(self, uid: str) -> None:
         self._loop.run(self._inner.delete(uid))
 
-    def update_where(self, filter: Filter, set: P) -> int:
+    def update_where(self, filter: F, set: P) -> int:
         return self._loop.run(self._inner.update_where(filter, set))
 
-    def delete_where(self, filter: Filter) -> int:
+    def delete_where(self, filter: F) -> int:
         return self._loop.run(self._inner.delete_where(filter))
 
     def import_csv(self, text: str | bytes) -> int:
@@ -204,7 +206,7 @@ class Table(Generic[R, N, P]):
         return Subscription(self._inner.subscribe(last_event_id=last_event_id, expand=expand,
                                                   on_status=on_status), self._loop)
 
-    def live_query(self, *, filter: Filter | None = None, order: str | None = None,
+    def live_query(self, *, filter: F | None = None, order: Ord | None = None,
                    limit: int | None = None, expand: Sequence[str] | None = None,
                    on_change: Callable[[builtins.list[R]], None] | None = None) -> LiveQuery[R]:
         """The rows of this list query, loaded before it returns and kept current (from the
@@ -217,7 +219,7 @@ class Table(Generic[R, N, P]):
 class Tables(Protocol):
     """Any table, untyped rows: what `Client().table` is without generated types."""
 
-    def __call__(self, name: str, /) -> Table[Row, Mapping[str, Any], Mapping[str, Any]]: ...
+    def __call__(self, name: str, /) -> Table[Row, Mapping[str, Any], Mapping[str, Any], Filter, str]: ...
 
 
 S = TypeVar("S", default=Tables)
@@ -242,7 +244,7 @@ class Client(Generic[S]):
         """`table(name)`: one table of the app."""
         return cast(S, self._table)
 
-    def _table(self, name: str) -> Table[Any, Any, Any]:
+    def _table(self, name: str) -> Table[Any, Any, Any, Any, Any]:
         return Table(AsyncTable(self._async, name), self._loop)
 
     def subscribe(self, tables: Sequence[str], *, last_event_id: str | None = None,
