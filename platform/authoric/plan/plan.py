@@ -153,6 +153,11 @@ class Plan:
         return (select(self.table.table).where(self.where())
                 .order_by(*ordering.order_by(self.table.table.c.uid)))
 
+    def count_rows(self) -> Any:
+        """How many rows the plan covers (`?count=exact`): the governed clause and filter."""
+        return select(func.count().label("total")).select_from(self.table.table).where(
+            self.where())
+
     # ---------------------------------------------------------------- writes
 
     def policy_holds(self) -> ColumnElement[bool]:
