@@ -204,7 +204,8 @@ class World:
 
 
 def build_world(server: Server, orgs: int, users_per_class: int, roles: list[str] | None = None,
-                writers: bool = True, login_all: bool = False, tables: int = 1) -> World:
+                writers: bool = True, login_all: bool = False, tables: int = 1,
+                capture: bool = False) -> World:
     """App, table, orgs, roles; per role `users_per_class` users, each a member of every org
     with that one role (plus one writer user, member of every org); an access token per
     (user, org).
@@ -225,7 +226,8 @@ def build_world(server: Server, orgs: int, users_per_class: int, roles: list[str
     ok(admin.patch(base, json={"settings": {"accessTokenTtl": 86_400}}))
     names = table_names(tables)
     for name in names:
-        ok(admin.post(f"{base}/tables", json={"name": name, "columns": COLUMNS}))
+        ok(admin.post(f"{base}/tables", json={"name": name, "columns": COLUMNS,
+                                              "captureSqlWrites": capture}))
     for role in [*roles, "writer"]:
         ok(admin.put(f"{base}/roles/{role}", json=role_body(role, names)))
     org_uids = [ok(admin.post(f"{base}/orgs", json={"name": f"org {i}"}))["uid"]
@@ -566,6 +568,42 @@ class Phase:
     violations: int = 0
     census: dict[str, Any] | None = None
     changes: int = 0
+    # The server's own latency histogram over the window: stage -> (p50, p99) in ms.
+    server_lat: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+FEED_BUCKET = re.compile(
+    r'^authoric_feed_latency_seconds_bucket\{le="([^"]+)",stage="([a-z]+)"\} (\S+)$')
+
+
+def feed_buckets(server: Server) -> dict[str, dict[float, float]]:
+    """The server's `authoric_feed_latency_seconds` buckets (cumulative), per stage."""
+    text = httpx.get(f"{server.url}/metrics", timeout=60,
+                     headers={"Authorization": f"Bearer {server.admin_token}"}).text
+    out: dict[str, dict[float, float]] = defaultdict(dict)
+    for line in text.splitlines():
+        if m := FEED_BUCKET.match(line):
+            out[m.group(2)][float(m.group(1))] = float(m.group(3))
+    return out
+
+
+def bucket_quantile(before: dict[float, float], after: dict[float, float], q: float) -> float:
+    """The q-quantile (ms) of what was observed between two scrapes, interpolated within
+    its bucket as Prometheus' histogram_quantile does."""
+    bounds = sorted(after)
+    counts = [after[b] - before.get(b, 0.0) for b in bounds]
+    total = counts[-1] if counts else 0.0
+    if total <= 0:
+        return float("nan")
+    rank, lower, below = q * total, 0.0, 0.0
+    for bound, cumulative in zip(bounds, counts, strict=True):
+        if cumulative >= rank:
+            if bound == float("inf"):
+                return lower * 1000
+            inside = cumulative - below
+            return (lower + (bound - lower) * ((rank - below) / inside if inside else 1)) * 1000
+        lower, below = bound, cumulative
+    return lower * 1000
 
 
 def pct(values: list[float], q: float) -> float:
@@ -654,7 +692,7 @@ class FanoutRun:
         slots: asyncio.Queue[int] = asyncio.Queue()
         for n in range(total):
             slots.put_nowait(n)
-        sql = self.sql if a.writer == "sql" else None
+        sql = {"sql": self.sql, "capture": self.sql_captured}.get(a.writer)
 
         async def worker() -> None:
             conn = RawHttp(self.server.host, self.server.port) if sql is None else None
@@ -725,6 +763,18 @@ class FanoutRun:
                 uuid.UUID(w.orgs[org]))
         self.responses[str(uid).encode()] = time.perf_counter()
 
+    async def sql_captured(self, pg: Any, org: int, draft: bool, t0: float,
+                           table: str = TABLE) -> None:
+        """A plain SQL insert into a table with `captureSqlWrites`: its trigger files the
+        change and wakes the sequencer; nothing of ours runs in the writer."""
+        w = self.world
+        schema = "app_" + uuid.UUID(w.app_uid).hex
+        uid = await pg.fetchval(
+            f'INSERT INTO "{schema}"."{table}" (org_uid, title, status, secret, stamp, qty)'
+            " VALUES ($1, $2, $3, $4, $5, $6) RETURNING uid", uuid.UUID(w.orgs[org]), "row",
+            "draft" if draft else "open", "s-secret", f"{t0:.6f}", 1)
+        self.responses[str(uid).encode()] = time.perf_counter()
+
     async def head(self) -> int:
         pg = await self.connect_pg()
         try:
@@ -744,8 +794,11 @@ class FanoutRun:
             log_offset = self.db.log.stat().st_size
         head0 = await self.head()
 
+        histogram: dict[str, dict[str, dict[float, float]]] = {}
+
         async def cpu() -> None:
             await asyncio.sleep(warmup + 0.05)
+            histogram["before"] = await asyncio.to_thread(feed_buckets, self.server)
             before = Cpu.take(self.server.pid, self.db.pid)
             await asyncio.sleep(seconds)
             phase.cpu = Cpu.take(self.server.pid, self.db.pid).since(before)
@@ -758,6 +811,11 @@ class FanoutRun:
             if phase.received != seen:
                 seen, still = phase.received, time.perf_counter()
             await asyncio.sleep(0.1)
+        after = await asyncio.to_thread(feed_buckets, self.server)
+        for stage, buckets in after.items():
+            old = histogram.get("before", {}).get(stage, {})
+            phase.server_lat[stage] = (bucket_quantile(old, buckets, .5),
+                                       bucket_quantile(old, buckets, .99))
         if census:
             await set_statement_log(self.db.url, False)
             assert self.db.log is not None
@@ -792,6 +850,11 @@ def print_phase(p: Phase) -> None:
     print(f"           server CPU: {per_write:.1f} ms per write, {per_delivery:.0f} µs per delivery "
           f"(all of it, writes included: {p.delivered / (c['server'] * secs):.0f} deliveries per "
           f"server CPU-second)" if c["server"] else "", flush=True)
+    lat = p.server_lat
+    if lat:
+        print("           server-side latency (its histogram), p50 / p99 ms: " + "  ".join(
+            f"{stage} {lat[stage][0]:.1f} / {lat[stage][1]:.1f}"
+            for stage in ("read", "judge", "delivered") if stage in lat), flush=True)
     print(f"           CPU (cores): server {c['server']:.2f}  postgres {c['database']:.2f}  "
           f"load generator {c['client']:.2f}  other {c['other']:.2f}  machine {c['machine']:.2f} "
           f"of {os.cpu_count()}", flush=True)
@@ -879,19 +942,24 @@ def report_server_errors(server: Server) -> None:
 
 def figures(phases: list[Phase]) -> str:
     lines = ["| rate | writes/s | deliveries/s | allowed/s | received/allowed "
-             "| sent→deliv p50 / p99 ms | resp→deliv p50 / p99 ms | server CPU | postgres CPU "
-             "| client CPU | other CPU | server CPU µs / delivery | violations |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "| sent→deliv p50 / p99 ms | resp→deliv p50 / p99 ms "
+             "| server-side p50 / p99 ms | server CPU | postgres CPU "
+             "| client CPU | other CPU | server CPU ms / write | server CPU µs / delivery "
+             "| violations |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for p in phases:
         if p.census is not None:
             continue
         c = p.cpu
+        served = p.server_lat.get("delivered", (float("nan"), float("nan")))
         lines.append(
             f"| {p.label} | {p.writes / p.seconds:.0f} | {p.delivered / p.seconds:.0f} | "
             f"{p.expected / p.seconds:.0f} | {p.received / max(1, p.expected):.3f} | "
             f"{pct(p.lat_sent, .5):.1f} / {pct(p.lat_sent, .99):.1f}"
-            f" | {pct(p.lat_resp, .5):.1f} / {pct(p.lat_resp, .99):.1f} | {c['server']:.2f} | "
+            f" | {pct(p.lat_resp, .5):.1f} / {pct(p.lat_resp, .99):.1f} | "
+            f"{served[0]:.1f} / {served[1]:.1f} | {c['server']:.2f} | "
             f"{c['database']:.2f} | {c['client']:.2f} | {c['other']:.2f} | "
+            f"{c['server'] * p.seconds / max(1, p.writes) * 1e3:.2f} | "
             f"{c['server'] * p.seconds / max(1, p.delivered) * 1e6:.0f} | {p.violations} |")
     return "\n".join(lines)
 
@@ -911,9 +979,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds per rate (2)")
     ap.add_argument("--grace", type=float, default=3.0,
                     help="after the writes, wait until no frame arrived for this long (3)")
-    ap.add_argument("--writer", choices=("rest", "sql"), default="rest",
+    ap.add_argument("--writer", choices=("rest", "sql", "capture"), default="rest",
                     help="rest: POST through the API (default); sql: the bench inserts the row "
-                         "and its change-log row itself, to find the fan-out ceiling")
+                         "and its change-log row itself, to find the fan-out ceiling; capture: "
+                         "plain SQL inserts into tables with captureSqlWrites (the trigger "
+                         "files them)")
     ap.add_argument("--write-connections", type=int, default=32,
                     help="concurrent write connections the pacer may use (32)")
     ap.add_argument("--connect-concurrency", type=int, default=50,
@@ -956,7 +1026,8 @@ def main(argv: list[str] | None = None) -> int:
         with database(work) as db, running_server(work, db) as server:
             t0 = time.perf_counter()
             world = build_world(server, args.orgs, args.users_per_class,
-                                login_all=args.login_all, tables=args.tables)
+                                login_all=args.login_all, tables=args.tables,
+                                capture=args.writer == "capture")
             print(f"app {world.app}: {args.orgs} orgs, roles {', '.join(ROLES)} (+ writer), "
                   f"{len(ROLES) * args.users_per_class + 1} users, each a member of every org; "
                   f"{sum(len(v) for v in world.tokens.values()) + len(world.writers)} tokens "

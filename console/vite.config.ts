@@ -6,9 +6,19 @@ import { defineConfig } from 'vitest/config';
 declare const process: { env: Record<string, string | undefined> };
 const server = process.env.AUTHORIC_URL ?? 'http://127.0.0.1:8000';
 
+// `@authoric/client` (clients/typescript, a file dependency in package.json) is bundled from its
+// TypeScript sources, so the console builds without building the library first.
+const client = new URL('../clients/typescript/src/', import.meta.url).pathname;
+
 export default defineConfig({
   base: '/console/',
   plugins: [svelte()],
+  resolve: {
+    alias: [
+      { find: /^@authoric\/client\/admin$/, replacement: `${client}admin.ts` },
+      { find: /^@authoric\/client$/, replacement: `${client}index.ts` },
+    ],
+  },
   // `npm run dev`: the API calls go to a running server (scripts/serve by default).
   server: {
     proxy: {

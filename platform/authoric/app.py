@@ -54,6 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.head_revision = health.head_revision()
         snapshots = SnapshotCache()
         hub = Hub(engine, snapshots)
+        hub.observe_stage = counted.feed_stage
         # A relay batch never exceeds half a subscriber queue, so a backlog alone does not
         # overflow a subscriber that reads at full speed.
         source = OutboxSource(engine, libpq_url(url),

@@ -143,7 +143,7 @@ def parser() -> argparse.ArgumentParser:
     for p in (imp, exp := sub.add_parser("export", help="export a table's rows of one org as CSV")):
         p.add_argument("--app", required=True)
         p.add_argument("--table", required=True)
-        p.add_argument("--org", required=True, help="the org uid")
+        p.add_argument("--org", required=True, help="the org: its name or its uid")
     imp.set_defaults(run=cmd_import)
     exp.add_argument("--out", help="file to write (default: standard output)")
     exp.add_argument("--filter", help="a JSON filter, as in ?filter=")

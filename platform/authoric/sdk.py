@@ -67,7 +67,7 @@ class Authoric:
 
     @asynccontextmanager
     async def as_app(self, app: str, org: str | uuid.UUID) -> AsyncIterator[Session]:
-        """The app itself, acting in `org`."""
+        """The app itself, acting in `org` (its uid or its name)."""
         async with self.engine.connect() as conn:
             row = await find_app(conn, app)
             org_uid = await _org_of(conn, row["uid"], org)
@@ -95,8 +95,12 @@ def _uuid(value: str | uuid.UUID, what: str) -> uuid.UUID:
 
 
 async def _org_of(conn: AsyncConnection, app_uid: uuid.UUID, org: str | uuid.UUID) -> uuid.UUID:
-    found = await conn.scalar(select(t.orgs.c.uid).where(and_(
-        t.orgs.c.app_uid == app_uid, t.orgs.c.uid == _uuid(org, "org"))))
+    """The org `org` names: its uid, or its name (unique within the app)."""
+    try:
+        named = t.orgs.c.uid == (org if isinstance(org, uuid.UUID) else uuid.UUID(org))
+    except ValueError:
+        named = t.orgs.c.name == org
+    found = await conn.scalar(select(t.orgs.c.uid).where(and_(t.orgs.c.app_uid == app_uid, named)))
     if found is None:
         raise NotFound("no such org")
     return uuid.UUID(str(found))

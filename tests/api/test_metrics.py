@@ -102,6 +102,16 @@ def test_a_scraper_without_a_token_or_with_a_member_token_gets_401(
            401, "UNAUTHENTICATED")
 
 
+def test_an_operator_reading_metrics_is_told_which_pool_each_pool_gauge_watches(
+        own: tuple[ServerProcess, httpx.Client]) -> None:
+    _, client = own
+    text = client.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).text
+    help_of = {line.split()[2]: line for line in text.splitlines() if line.startswith("# HELP")}
+    assert "SQLAlchemy engine's pool" in help_of["authoric_db_pool_in_use"]
+    assert "authoric_db_request_pool_" in help_of["authoric_db_pool_in_use"]
+    assert "asyncpg pool that serves table requests" in help_of["authoric_db_request_pool_size"]
+
+
 def test_the_metrics_token_scrapes_metrics_but_opens_no_admin_route(
         own: tuple[ServerProcess, httpx.Client]) -> None:
     server, client = own
@@ -142,6 +152,12 @@ def test_an_open_stream_its_frames_and_the_change_log_show_in_the_figures(
         assert during["authoric_sse_streams_open"] == 1
         assert during['authoric_sse_frames_sent_total{type="connected"}'] == 1
         assert during['authoric_sse_frames_sent_total{type="change"}'] >= 1
+        # The live frame's latency, from its write to the socket, with the stages before it.
+        for stage in ("read", "judge", "delivered"):
+            count = f'authoric_feed_latency_seconds_count{{stage="{stage}"}}'
+            assert during[count] >= 1, stage
+            assert during[f'authoric_feed_latency_seconds_bucket{{le="+Inf",stage="{stage}"}}'] \
+                == during[count]
     # The client went away: the stream is no longer counted as open.
     assert wait_for(lambda: scrape(server)["authoric_sse_streams_open"] == 0)
     after = scrape(server)

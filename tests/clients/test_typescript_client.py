@@ -18,13 +18,14 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from tests.scenario import AppWorld, expect
-from tests.servers import ServerProcess, start_server
+from tests.servers import ServerProcess, free_port, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "clients" / "typescript"
@@ -328,3 +329,57 @@ def test_an_app_on_another_origin_uses_the_client_in_chromium_and_its_two_tabs_s
         assert errors == []
         context.close()
         browser.close()
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is not installed")
+def test_the_invoice_board_example_runs_with_one_command_and_two_windows_follow_each_other(
+        ts_server: Restartable, tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    env = {**os.environ, "AUTHORIC_URL": ts_server.proc.url, "BOARD_PORT": str(port),
+           "AUTHORIC_ADMIN_TOKEN": ts_server.proc.admin_token, "BOARD_APP": f"board{port}"}
+    log = (tmp_path / "board.log").open("w")
+    board = subprocess.Popen(["node", str(ROOT / "examples" / "invoice-board" / "run.mjs")],
+                             env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        origin = f"http://127.0.0.1:{port}"
+        for _ in range(600):  # up to 60 s for setup and bundling
+            try:
+                if httpx.get(origin, timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert board.poll() is None, (tmp_path / "board.log").read_text()
+            time.sleep(0.1)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                        args=["--no-sandbox", "--disable-gpu"])
+            context = browser.new_context()
+            first = context.new_page()
+            first.goto(origin)
+            first.click("#signin button")
+            first.wait_for_selector("#status.live", timeout=WAIT_MS)
+            second = context.new_page()  # the same browser: it takes the stored session
+            second.goto(origin)
+            second.wait_for_selector("#status.live", timeout=WAIT_MS)
+            first.fill("#new-vendor [name=name]", "Acme Paper")
+            first.click("#new-vendor button")
+            first.wait_for_selector("#vendor option:has-text('Acme Paper')", state="attached",
+                                    timeout=WAIT_MS)
+            first.fill("#new [name=number]", "INV-1")
+            first.fill("#new [name=amount]", "120.00")
+            first.select_option("#vendor", label="Acme Paper")
+            first.click("#new button")
+            second.wait_for_selector("#col-received li:has-text('INV-1'):has-text('Acme Paper')",
+                                     timeout=WAIT_MS)
+            second.click("#col-received li:has-text('INV-1') button[data-move]")
+            first.wait_for_selector("#col-approved li:has-text('INV-1')", timeout=WAIT_MS)
+            first.click("#pay-all")  # a bulk update: a resync, and both boards refetch
+            second.wait_for_selector("#col-paid li:has-text('INV-1')", timeout=WAIT_MS)
+            assert first.inner_text("#error") == "" and second.inner_text("#error") == ""
+            browser.close()
+    finally:
+        board.terminate()
+        board.wait(10)
+        log.close()

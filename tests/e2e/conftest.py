@@ -40,7 +40,7 @@ def browser(server: ServerProcess) -> Iterator[Browser]:
             pytest.fail("CI must run the browser tests: /usr/bin/chromium is missing")
         pytest.skip("SKIPPED the browser tests: /usr/bin/chromium is missing (apt-get install chromium)")
     if not (CONSOLE_DIST / "index.html").exists():
-        pytest.fail("the console is not built: run scripts/setup (or scripts/console-build)")
+        pytest.fail("the console is not built: run scripts/setup (or scripts/console build)")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
                                              headless=True)

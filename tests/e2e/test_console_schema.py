@@ -170,3 +170,59 @@ def test_operator_adds_an_index_watches_it_build_sees_a_unique_one_fail_on_dupli
     confirm(page, "Drop index", 'Drop the index "one_status"')
     expect(page.get_by_test_id("index-state-one_status")).to_have_count(0)
     assert [i["name"] for i in expect_status(shop.admin.get(indexes), 200)["items"]] == ["by_amount"]
+
+
+def test_operator_previews_a_retype_that_would_fail_then_retypes_renames_and_picks_the_display_column(
+        console: Page, world: AppWorld) -> None:
+    shop = build_shop(world)
+    good = shop.invoice(status="paid")
+    odd = shop.invoice(status="on hold")
+    table = f"{shop.base}/tables/invoices"
+    page = console
+    go(page, world, "tables/invoices")
+
+    # status becomes a select of two options: the preview names the invoice whose value is neither.
+    page.get_by_role("button", name="Change column status").click()
+    change = page.get_by_test_id("change-status")
+    change.get_by_label("New column type").select_option("select")
+    change.get_by_label("Column options").fill("received, paid")
+    change.get_by_label("Column options").press("Tab")
+    change.get_by_role("button", name="Preview rows that would fail").click()
+    failing = change.get_by_test_id("failing-rows").locator("tbody tr")
+    expect(failing).to_have_count(1)
+    expect(failing.first).to_contain_text(odd["number"])
+    expect(failing.first).to_contain_text('"on hold" is not one of the options')
+    expect(change.get_by_test_id("preview-summary")).to_contain_text("Checked all 2 rows")
+    screenshot(page, "column-change-preview")
+
+    # Applied anyway, the server refuses it whole and lists the same row; nothing changed.
+    change.get_by_role("button", name="Review and apply").click()
+    confirm(page, "Apply changes", 'Change "status" from text to select', "All or nothing")
+    expect(failing).to_have_count(1)
+    expect(change.get_by_test_id("preview-summary")).to_contain_text("Nothing changed")
+    status = next(c for c in expect_status(shop.admin.get(table), 200)["columns"] if c["name"] == "status")
+    assert status["type"] == "text"
+
+    # With the odd value fixed, the same change goes through, renamed on the way.
+    expect_status(shop.admin.patch(f"{shop.admin_rows()}/{odd['uid']}", json={"status": "received"}), 200)
+    change.get_by_label("New column name").fill("state")
+    change.get_by_role("button", name="Preview rows that would fail").click()
+    expect(change.get_by_test_id("preview-summary")).to_contain_text("No row would fail")
+    change.get_by_role("button", name="Review and apply").click()
+    confirm(page, "Apply changes", 'Rename column "status" of "invoices" to "state"',
+            'Options of "state": received, paid')
+    expect(page.get_by_role("status")).to_contain_text('Column "state" changed')
+    columns = {c["name"]: c for c in expect_status(shop.admin.get(table), 200)["columns"]}
+    assert "status" not in columns
+    assert (columns["state"]["type"], columns["state"]["options"]) == ("select", ["received", "paid"])
+    # The viewer's row policy named status; it follows the rename.
+    viewer = expect_status(shop.admin.get(f"{shop.base}/roles/viewer"), 200)
+    assert viewer["rowPolicies"] == {"invoices": {"state": {"ne": "draft"}}}
+    assert {r["uid"]: r["state"] for r in shop.admin_list()} == {good["uid"]: "paid", odd["uid"]: "received"}
+
+    # The display column: invoices named by their note instead of their number.
+    page.get_by_label("Display column").select_option("note")
+    page.get_by_role("button", name="Save display column").click()
+    confirm(page, "Apply changes", 'Name the rows of "invoices" by "note"')
+    expect(page.get_by_role("row").filter(has_text="note (text)")).to_contain_text("names rows")
+    assert expect_status(shop.admin.get(table), 200)["displayColumn"] == "note"

@@ -171,6 +171,20 @@ def test_operator_importing_a_file_with_an_unknown_column_or_bad_encoding_gets_e
     assert run.code == 1, run.err
 
 
+def test_operator_names_the_org_by_its_name_for_import_and_export(
+        books: AppWorld, cli: Cli, tmp_path: Path) -> None:
+    path = _write(tmp_path, "number,amount\nNAMED-1,5\n")
+    run = cli("import", str(path), "--app", books.name, "--table", "invoices", "--org", "B")
+    assert run.code == 0, run.err
+    assert _numbers(books, books.caller(books.orgs["B"], ["clerk"])) == ["NAMED-1"]
+    assert _numbers(books, books.caller(books.orgs["A"], ["clerk"])) == []
+    run = cli("export", "--app", books.name, "--table", "invoices", "--org", "B")
+    assert run.code == 0, run.err
+    assert "NAMED-1" in run.out
+    run = cli("export", "--app", books.name, "--table", "invoices", "--org", "no-such-org")
+    assert run.code == 2 and "no such org" in run.err
+
+
 def test_operator_naming_a_wrong_app_table_org_or_file_gets_exit_2(
         books: AppWorld, cli: Cli, tmp_path: Path) -> None:
     path = _write(tmp_path, "number\nX-1\n")
@@ -397,9 +411,11 @@ def test_operator_stopping_serve_with_sigterm_also_stops_the_embedded_postgresql
         tmp_path: Path) -> None:
     work = Path(tempfile.mkdtemp(prefix="authoric-embedded-"))
     os.chmod(work, 0o755)  # the embedded PostgreSQL may run as another user (as root: pgserver)
+    # As in a container or CI: no login session, so no XDG_RUNTIME_DIR.
+    env = {k: v for k, v in bare_env(AUTHORIC_DATA_DIR=str(work / "data")).items()
+           if k != "XDG_RUNTIME_DIR"}
     try:
-        served = serve(bare_env(AUTHORIC_DATA_DIR=str(work / "data")), tmp_path / "serve.out",
-                       "--workers", "1")
+        served = serve(env, tmp_path / "serve.out", "--workers", "1")
         try:
             postmaster = int((work / "data" / "pg" / "postmaster.pid").read_text().split()[0])
             assert _alive(postmaster)
@@ -410,6 +426,7 @@ def test_operator_stopping_serve_with_sigterm_also_stops_the_embedded_postgresql
         while _alive(postmaster) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not _alive(postmaster), "the embedded PostgreSQL kept running after serve exited"
+        assert "Warning" not in served.text()  # platformdirs' RuntimeDirWarning among others
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

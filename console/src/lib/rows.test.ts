@@ -12,17 +12,17 @@ describe('the grid row helpers', () => {
 
   it('put an inserted row where the order puts it, replace an updated one, and drop a deleted one', () => {
     const rows = [{ uid: 'a', n: 1 }, { uid: 'b', n: 2 }];
-    expect(applyEvent(rows, { op: 'insert', table: 't', row: { uid: 'c' } }).rows.map((r) => r.uid)).toEqual(['a', 'b', 'c']);
-    const between = applyEvent(rows, { op: 'insert', table: 't', row: { uid: 'z', n: 1.5 } }, parseOrder('n'));
+    expect(applyEvent(rows, { id: '1', op: 'insert', table: 't', row: { uid: 'c' } }).rows.map((r) => r.uid)).toEqual(['a', 'b', 'c']);
+    const between = applyEvent(rows, { id: '1', op: 'insert', table: 't', row: { uid: 'z', n: 1.5 } }, parseOrder('n'));
     expect(between.rows.map((r) => r.uid)).toEqual(['a', 'z', 'b']);
     expect(between.flash === 'insert' && between.index).toBe(1);
-    const newest = applyEvent(rows, { op: 'insert', table: 't', row: { uid: 'z', n: 9 } }, parseOrder('-n'));
+    const newest = applyEvent(rows, { id: '1', op: 'insert', table: 't', row: { uid: 'z', n: 9 } }, parseOrder('-n'));
     expect(newest.rows.map((r) => r.uid)).toEqual(['z', 'a', 'b']);
-    const updated = applyEvent(rows, { op: 'update', table: 't', row: { uid: 'b', n: 5 } });
+    const updated = applyEvent(rows, { id: '1', op: 'update', table: 't', row: { uid: 'b', n: 5 } });
     expect(updated.flash).toBe('update');
     expect(updated.rows[1].n).toBe(5);
-    expect(applyEvent(rows, { op: 'delete', table: 't', rowUid: 'a' }).rows).toEqual([{ uid: 'b', n: 2 }]);
-    expect(applyEvent(rows, { op: 'delete', table: 't', rowUid: 'zz' }).flash).toBeNull();
+    expect(applyEvent(rows, { id: '1', op: 'delete', table: 't', rowUid: 'a' }).rows).toEqual([{ uid: 'b', n: 2 }]);
+    expect(applyEvent(rows, { id: '1', op: 'delete', table: 't', rowUid: 'zz' }).flash).toBeNull();
   });
 
   it('order rows as the API does: numbers as numbers, nulls last either way, then uid', () => {
@@ -43,7 +43,7 @@ describe('the grid row helpers', () => {
     expect(insertionIndex(rows, { uid: 'x', n: 1 }, order, { firstPage: false, lastPage: true })).toBeNull();
     expect(insertionIndex(rows, { uid: 'x', n: 1 }, order, { firstPage: true, lastPage: true })).toBe(0);
     expect(insertionIndex([], { uid: 'x', n: 1 }, order, { firstPage: false, lastPage: false })).toBe(0);
-    expect(applyEvent(rows, { op: 'insert', table: 't', row: { uid: 'x', n: 9 } }, order,
+    expect(applyEvent(rows, { id: '1', op: 'insert', table: 't', row: { uid: 'x', n: 9 } }, order,
       { firstPage: true, lastPage: false })).toEqual({ rows, flash: null });
   });
 

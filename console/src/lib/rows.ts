@@ -1,6 +1,6 @@
 // Pure helpers for the data grid: reading an edited cell as the column's JSON value, applying
 // live events to the loaded rows, and writing rows as CSV for export.
-import type { ChangeEvent } from './feed';
+import type { ChangeEvent } from '@authoric/client';
 import { type Column, fieldOf, type Row } from './types';
 
 /** What an edited cell sends: the API's JSON for the column type (numerics stay strings). */
@@ -90,7 +90,7 @@ export type Applied =
 
 /** Applies one live event to the loaded page: an insert lands where `ordering` puts it (or
  *  nowhere, when it belongs to another page), an update replaces its row, a delete drops it. */
-export function applyEvent(rows: Row[], event: ChangeEvent, ordering: Ordering = { field: 'uid', descending: false },
+export function applyEvent(rows: Row[], event: ChangeEvent<Row>, ordering: Ordering = { field: 'uid', descending: false },
                            page = { firstPage: true, lastPage: true }): Applied {
   if (event.op === 'delete') {
     const found = rows.some((r) => r.uid === event.rowUid);

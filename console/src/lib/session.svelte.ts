@@ -1,6 +1,7 @@
 // The operator's session: the admin token (sessionStorage, so it ends with the tab), the
 // colour scheme, and the confirmation dialog every schema change goes through.
-import { call, type Query } from './api';
+import type { AdminClient, AppAdmin } from '@authoric/client/admin';
+import { adminClient, appAdmin } from './client';
 
 const TOKEN_KEY = 'authoric.adminToken';
 const THEME_KEY = 'authoric.theme';
@@ -27,9 +28,14 @@ export function setTheme(theme: Theme): void {
   localStorage.setItem(THEME_KEY, theme);
 }
 
-/** An admin call with the session's token. */
-export function admin<T>(method: string, path: string, body?: unknown, query?: Query): Promise<T> {
-  return call<T>(session.token, method, `/admin${path}`, body, query);
+/** The platform's administration (`@authoric/client/admin`) with the session's token. */
+export function platform(): AdminClient {
+  return adminClient(session.token);
+}
+
+/** One app's administration with the session's token. */
+export function api(app: string): AppAdmin {
+  return appAdmin(session.token, app);
 }
 
 export interface ConfirmRequest {

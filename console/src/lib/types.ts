@@ -1,74 +1,33 @@
-// The shapes of the contract's resources, as the console reads them.
+// The shapes of the contract's resources, as `@authoric/client/admin` types them, and the few
+// console helpers on them. The column types come from the library's `ColumnType` (which
+// mirrors the server's): the record below must name each of them, so a type the library adds
+// or drops fails svelte-check until the console offers it.
+import type { ColumnDef, ColumnType, TableDef as LibTableDef } from '@authoric/client/admin';
 
-export const COLUMN_TYPES = [
-  'text', 'integer', 'numeric', 'boolean', 'timestamp', 'date', 'uuid', 'json', 'reference', 'select',
-] as const;
-export type ColumnType = (typeof COLUMN_TYPES)[number];
+export type {
+  AppInfo as App, AppSettings, AuditEntry, ColumnType, IndexDef as Index, Member, Membership, Org, Preview, Role, User,
+} from '@authoric/client/admin';
 
-export interface Column {
-  name: string;
-  type: ColumnType;
-  required?: boolean;
-  unique?: boolean;
-  default?: unknown;
-  references?: string;
-  /** A `select` column's allowed values. */
-  options?: string[];
-}
+const TYPES: Record<ColumnType, true> = {
+  text: true, integer: true, numeric: true, boolean: true, timestamp: true, date: true, uuid: true, json: true,
+  reference: true, select: true,
+};
+export const COLUMN_TYPES = Object.keys(TYPES) as ColumnType[];
+
+export type Column = ColumnDef;
 
 export const OPERATIONS = ['list', 'read', 'create', 'update', 'delete'] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
-export interface TableDef {
-  name: string;
-  columns: Column[];
-  operations: Record<Operation, boolean>;
-  softDelete: boolean;
-  /** The column that names a row to people; null: none; absent: a server without the field. */
-  displayColumn?: string | null;
-  indexes?: Index[];
-}
+/** A table definition; the console also reads one from a server that predates a field. */
+export type TableDef = Omit<LibTableDef, 'displayColumn' | 'captureSqlWrites' | 'sqlName'> &
+  Partial<Pick<LibTableDef, 'displayColumn' | 'captureSqlWrites' | 'sqlName'>>;
 
 export type IndexState = 'building' | 'ready' | 'failed';
 
-export interface Index {
-  name: string;
-  columns: string[];
-  unique: boolean;
-  kind: 'btree' | 'search';
-  state: IndexState;
-  error?: { code: string; message: string; details?: Record<string, unknown> };
-}
-
-export interface AppSettings {
-  accessTokenTtl: number;
-  refreshTokenTtl: number;
-  allowedOrigins?: string[];
-  [key: string]: unknown;
-}
-
-export interface App {
-  uid: string;
-  name: string;
-  createdAt: string;
-  settings: AppSettings;
-}
-
-export interface Org { uid: string; name: string }
-export interface User { uid: string; email: string }
-export interface Member { org: string; user: string; roles: string[]; email?: string }
-export interface Membership { org: string; orgName: string; roles: string[] }
-
-export interface Role {
-  name: string;
-  permissions: string[];
-  rowPolicies: Record<string, unknown>;
-  redact: Record<string, string[]>;
-}
-
 export type Row = Record<string, unknown> & { uid: string };
 
-export interface Page<T> { items: T[]; next?: string | null }
+export interface Page<T> { items: T[]; next?: string | null; total?: number }
 
 /** The field a column takes in a row: a reference `vendor` travels as `vendor_uid`. */
 export function fieldOf(column: Column): string {

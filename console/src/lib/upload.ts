@@ -1,5 +1,8 @@
-// CSV upload with progress: fetch() cannot report upload progress, XMLHttpRequest can.
-import { ApiError, type ErrorBody } from './api';
+// CSV upload with progress: fetch() (and so `@authoric/client`'s `importCsv`) cannot report
+// upload progress, XMLHttpRequest can. The one call the console makes outside the library.
+import { AuthoricError } from './client';
+
+interface ErrorBody { code: string; message: string; details?: Record<string, unknown> }
 
 export function uploadCsv(url: string, token: string, file: Blob,
                           onProgress: (fraction: number) => void): Promise<{ inserted: number }> {
@@ -23,7 +26,7 @@ export function uploadCsv(url: string, token: string, file: Blob,
       else {
         const error = (body as { error?: ErrorBody } | null)?.error ??
           { code: `HTTP_${xhr.status}`, message: xhr.statusText, details: {} };
-        reject(new ApiError(xhr.status, error));
+        reject(new AuthoricError(xhr.status, error.code, error.message, error.details ?? {}));
       }
     };
     xhr.onerror = () => reject(new Error('the upload failed (network)'));

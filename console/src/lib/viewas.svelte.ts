@@ -1,7 +1,6 @@
 // "View as": a read-only impersonation token for one member, minted by the admin
 // (POST /admin/apps/{app}/impersonate), used on the member's own REST and subscribe routes.
-import { enc } from './api';
-import { admin } from './session.svelte';
+import { api } from './session.svelte';
 
 export interface ViewAs {
   app: string;
@@ -14,12 +13,10 @@ export interface ViewAs {
 
 export const viewAs = $state<{ current: ViewAs | null }>({ current: null });
 
-interface TokenBody { access_token: string; expires_in: number }
-
 const TTL = 600;
 
 export async function startViewAs(app: string, user: string, org: string, label: string): Promise<ViewAs> {
-  const body = await admin<TokenBody>('POST', `/apps/${enc(app)}/impersonate`, { user, org, ttl: TTL });
+  const body = await api(app).impersonate({ user, org, ttl: TTL });
   viewAs.current = { app, user, org, label, token: body.access_token, expiresAt: Date.now() + body.expires_in * 1000 };
   return viewAs.current;
 }

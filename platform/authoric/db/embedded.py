@@ -41,7 +41,17 @@ def _prune_dead_handles(pg_dir: Path) -> None:
 def embedded_database_url(data_dir: Path) -> str:
     """Start (or reuse) the embedded server whose files live under `data_dir/pg`; it is
     stopped when the last process using it exits."""
-    import pgserver  # imported lazily: only needed without DATABASE_URL
+    # Imported lazily: only needed without DATABASE_URL. pgserver asks platformdirs for a runtime
+    # directory while it is imported; without XDG_RUNTIME_DIR (containers, CI, cron, su) that is
+    # the private /tmp/runtime-<uid>, which is right here, and platformdirs' warning saying so
+    # would print on every command.
+    import warnings
+
+    from platformdirs import RuntimeDirWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeDirWarning)
+        import pgserver
 
     pg_dir = (data_dir / "pg").resolve()
     pg_dir.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,11 @@ Counted as things happen, in this process (cheap: an increment each):
   once a second (`sample_request_pool`), so that counting costs a request nothing;
 - open SSE streams, frames sent by type, streams closed by reason (`overflow`: dropped for a
   slow reader), through `metered_frames` around each stream;
+- the feed's latency (`authoric_feed_latency_seconds`), by stage: `delivered`, from the
+  change's write (the change log's `created_at`: its transaction's start, so a long SQL
+  transaction counts its own duration too) to the socket write, once per delivery; and,
+  once per change this process fans out, `read` (written → read by the source, the
+  sequencer's stamping included) and `judge` (read → judged for every read class);
 - login throttle hits (429 on the token routes).
 
 Read from the database when scraped (the same for every process, so any worker may answer):
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -39,6 +45,10 @@ from authoric.realtime.stream import Stream
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
+# Finer, for the feed: benchmarks read p50/p99 out of these buckets (bench.fanout).
+FEED_BUCKETS = (0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05,
+                0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0)
+FEED_STAGES = ("read", "judge", "delivered")
 THROTTLED_ROUTES = ("/{app}/auth/token", "/{app}/auth/refresh")
 # Frame kinds in an SSE chunk, by the bytes that start them (`change`: everything else).
 FRAME_MARKS = {"connected": b"event: connected\n", "resync": b"event: resync\n",
@@ -70,13 +80,20 @@ class Metrics:
         self.in_flight = Gauge("authoric_http_requests_in_flight",
                                "requests begun and not yet answered in full",
                                multiprocess_mode="livesum", registry=r)
-        self.pool_in_use = Gauge("authoric_db_pool_in_use", "pooled connections checked out",
-                                 multiprocess_mode="livesum", registry=r)
-        self.pool_waiting = Gauge("authoric_db_pool_waiting",
-                                  "callers waiting for a pooled connection",
-                                  multiprocess_mode="livesum", registry=r)
+        # Two pools: the SQLAlchemy engine's (admin and console routes, transactions) and the
+        # asyncpg pool that serves table requests. Each gauge's help says which it watches.
+        self.pool_in_use = Gauge(
+            "authoric_db_pool_in_use",
+            "connections checked out of the SQLAlchemy engine's pool (admin and console routes, "
+            "transactions; table requests use the request pool: authoric_db_request_pool_*)",
+            multiprocess_mode="livesum", registry=r)
+        self.pool_waiting = Gauge(
+            "authoric_db_pool_waiting",
+            "callers waiting for a connection of the SQLAlchemy engine's pool",
+            multiprocess_mode="livesum", registry=r)
         self.request_pool_size = Gauge(
-            "authoric_db_request_pool_size", "connections open in the request path's pool",
+            "authoric_db_request_pool_size",
+            "connections open in the asyncpg pool that serves table requests",
             multiprocess_mode="livesum", registry=r)
         self.request_pool_in_use = Gauge(
             "authoric_db_request_pool_in_use",
@@ -94,6 +111,12 @@ class Metrics:
             "authoric_sse_streams_closed_by_server",
             "streams the server ended, by reason (overflow: the reader was too slow)",
             ["reason"], registry=r)
+        self.feed_latency = Histogram(
+            "authoric_feed_latency_seconds",
+            "live feed: from a change's write to its socket write, per delivery (delivered); "
+            "to its read by the source and to its judging, per change (read, judge)",
+            ["stage"], buckets=FEED_BUCKETS, registry=r)
+        self._stages = {stage: self.feed_latency.labels(stage) for stage in FEED_STAGES}
         self.throttled = Counter("authoric_login_throttled",
                                  "token and refresh requests refused with 429", registry=r)
         self._children: dict[tuple[str, str, int], Any] = {}
@@ -143,6 +166,14 @@ class Metrics:
         # ever changes (the gauge then reads 0, nothing breaks).
         queue = getattr(pool, "_queue", None)
         self.request_pool_waiting.set(len(getattr(queue, "_getters", ()) or ()))
+
+    def feed_stage(self, stage: str, seconds: float) -> None:
+        self._stages[stage].observe(max(0.0, seconds))
+
+    def delivered(self, written: list[float], now: float) -> None:
+        observe = self._stages["delivered"].observe
+        for at in written:
+            observe(max(0.0, now - at))
 
     def count_frames(self, chunk: bytes) -> None:
         total = chunk.count(b"\n\n")
@@ -206,6 +237,8 @@ async def metered_frames(metrics: Metrics, stream: Stream) -> AsyncIterator[byte
         async for chunk in stream.frames():
             metrics.count_frames(chunk)
             yield chunk
+            if stream.written:  # live frames, just written to the socket
+                metrics.delivered(stream.written, time.time())
     finally:
         metrics.streams_open.dec()
         if stream.sub.closed:

@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import heapq
 import logging
+import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -83,6 +84,10 @@ class _AppView:
     # Decisions per (table, read class), valid for `version` only.
     decisions: dict[str, dict[Hashable, Any]] = field(default_factory=lambda: defaultdict(dict))
     snapshot: AppSnapshot | None = None  # the snapshot `decisions` were built on
+    # Per table: its read classes and their subscribers, kept until a subscriber comes, goes
+    # or changes class, so a batch does not walk every subscriber to regroup them.
+    groups: dict[str, tuple[dict[Hashable, ReadClass], dict[Hashable, list[Subscriber]]]] = \
+        field(default_factory=dict)
 
 
 class Hub:
@@ -91,6 +96,9 @@ class Hub:
         self._apps: dict[uuid.UUID, _AppView] = {}
         self._per_user: Counter[tuple[uuid.UUID, uuid.UUID | None]] = Counter()
         self.statements = 0  # judge statements issued, for benchmarks
+        # Called with (stage, seconds) per change fanned out here: `read` (written → read by
+        # the source), `judge` (read → judged); the metrics set it (observability/metrics.py).
+        self.observe_stage: Callable[[str, float], None] | None = None
 
     def add(self, sub: Subscriber, snapshot: AppSnapshot) -> None:
         sub.keys = {name: read_class(snapshot, name, sub.principal) for name in sub.tables}
@@ -99,6 +107,7 @@ class Hub:
             view.version = -1  # views disagree: the next fan-out re-reads roles and members
         for name in sub.tables:
             view.subscribers[name].add(sub)
+        view.groups.clear()
         if sub.principal is not None:
             self._per_user[_user(sub.principal)] += 1
 
@@ -108,6 +117,7 @@ class Hub:
         if view is None:
             return
         found = False
+        view.groups.clear()
         for name in sub.tables:
             subs = view.subscribers.get(name)
             if subs is not None and sub in subs:
@@ -142,9 +152,15 @@ class Hub:
             view = self._apps.get(change.app_uid)
             if view is not None and change.table in view.subscribers:
                 grouped[change.app_uid][change.table].append(change)
+        observe = self.observe_stage
+        if observe is not None and read_at:
+            for by_table in grouped.values():
+                for batch in by_table.values():
+                    for change in batch:
+                        observe("read", read_at - change.at)
         for app_uid, by_table in grouped.items():
             try:
-                await self._dispatch_app(app_uid, by_table)
+                await self._dispatch_app(app_uid, by_table, read_at)
             except Exception:
                 # Fail closed: subscribers we could not judge are disconnected; they resume.
                 log.exception("fan-out failed for %s", app_uid)
@@ -152,7 +168,8 @@ class Hub:
                 for sub in {s for t in by_table for s in view.subscribers.get(t, ())}:
                     sub.close("error")
 
-    async def _dispatch_app(self, app_uid: uuid.UUID, by_table: dict[str, list[Change]]) -> None:
+    async def _dispatch_app(self, app_uid: uuid.UUID, by_table: dict[str, list[Change]],
+                            read_at: float = 0.0) -> None:
         # Subscribers of several tables get their frames after every table of the batch is
         # judged, merged by position; the others as soon as their table is judged.
         pending: dict[Subscriber, list[list[Frame]]] = defaultdict(list)
@@ -162,7 +179,7 @@ class Hub:
                 return
             for table, batch in by_table.items():
                 try:
-                    await self._dispatch_table(conn, snapshot, table, batch, pending)
+                    await self._dispatch_table(conn, snapshot, table, batch, pending, read_at)
                 except Exception:
                     # Fail closed: subscribers we could not judge are disconnected; they resume.
                     log.exception("fan-out failed for %s/%s", app_uid, table)
@@ -198,30 +215,39 @@ class Hub:
 
     async def _dispatch_table(self, conn: AsyncConnection, snapshot: AppSnapshot, table: str,
                               batch: list[Change],
-                              pending: dict[Subscriber, list[list[Frame]]]) -> None:
+                              pending: dict[Subscriber, list[list[Frame]]],
+                              read_at: float = 0.0) -> None:
         view = self._apps.get(snapshot.uid)
-        subs = list(view.subscribers.get(table, ())) if view else []
-        if view is None or not subs:
+        if view is None or not view.subscribers.get(table):
             return
+        subs = view.subscribers[table]
         try:
             compiled = snapshot.table(table)
         except NotFound:
-            for sub in subs:
+            for sub in list(subs):
                 sub.close("table_dropped")
             return
-        classes: dict[Hashable, ReadClass] = {}
-        members: dict[Hashable, list[Subscriber]] = defaultdict(list)
-        for sub in subs:
-            key = sub.keys[table]
-            if key is not OPERATOR:
-                assert sub.principal is not None
-                classes.setdefault(key, ReadClass(key, sub.principal))
-            members[key].append(sub)
+        group = view.groups.get(table)
+        if group is None:
+            classes: dict[Hashable, ReadClass] = {}
+            members: dict[Hashable, list[Subscriber]] = defaultdict(list)
+            for sub in subs:
+                key = sub.keys[table]
+                if key is not OPERATOR:
+                    assert sub.principal is not None
+                    classes.setdefault(key, ReadClass(key, sub.principal))
+                members[key].append(sub)
+            group = view.groups[table] = (classes, members)
+        classes, members = group
         memo = view.decisions[table]
         for start in range(0, len(batch), JUDGE_BATCH):
             chunk = batch[start:start + JUDGE_BATCH]
             frames = await self.judge(conn, snapshot, compiled, list(classes.values()), chunk,
                                       memo, operator=OPERATOR in members)
+            if self.observe_stage is not None and read_at:
+                judged = time.time() - read_at
+                for _ in chunk:
+                    self.observe_stage("judge", judged)
             for key, items in frames.items():
                 if not items:
                     continue
@@ -251,6 +277,7 @@ class Hub:
         """Re-read roles of every member's subscriber of the app (one query); drop revoked ones."""
         view = self._apps[app_uid]
         subs = {s for group in view.subscribers.values() for s in group if s.principal is not None}
+        view.groups.clear()
         if not subs:
             return
         m = t.members

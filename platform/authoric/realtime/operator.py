@@ -28,7 +28,7 @@ async def judge_for_operator(conn: AsyncConnection, table: CompiledTable,
     for change in changes:
         data = _event(table, change, rows.get(change.row_uid))
         if data is not None:
-            out.append(Frame(change.pos, data))
+            out.append(Frame(change.pos, data, change.at))
     return out
 
 

@@ -60,6 +60,9 @@ class Stream:
                               asyncio.Queue(maxsize=settings.sse_queue_size))
         self.tables = {t.name: t for t in req.tables}
         self.last_sent = 0
+        # When the changes of the live frames in the chunk last yielded were written; read
+        # after the chunk was sent, for the delivery-latency histogram.
+        self.written: list[float] = []
 
     def open(self) -> None:
         """Register with the hub (429 over the per-user cap). Done before the response starts,
@@ -155,16 +158,21 @@ class Stream:
                 continue
             # Send everything already queued in one write, not one write per frame.
             out: list[bytes] = []
+            stamps: list[float] = []
             while True:
                 if item is CLOSE:
                     if out:
+                        self.written = stamps
                         yield b"".join(out)
                     return
                 if item.pos > self.last_sent:  # else: already replayed
                     self.last_sent = item.pos
                     out.append(item.data)
+                    stamps.append(item.at)
                 if queue.empty():
                     break
                 item = queue.get_nowait()
             if out:
+                self.written = stamps
                 yield b"".join(out)
+                self.written = []
