@@ -16,7 +16,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Integer, and_, false, func, literal, literal_column, select, true
+from sqlalchemy import Integer, and_, any_, false, func, literal, literal_column, select, true
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -131,6 +132,15 @@ class Plan:
         order = [(ordering.field.column.name, ordering.descending), ("uid", ordering.descending)]
         return Shaped(key, params, lambda: guarded_select(
             guard, self.select_page(page, ordering, after), order)), ordering
+
+    def read_many(self, uids: list[uuid.UUID]) -> Shaped:
+        """The rows among `uids` the plan covers (an expanded reference: one statement for a
+        whole page's references, its uids bound as one array)."""
+        c = self.table.table.c
+        wanted = named("B_uids", uids, ARRAY(c.uid.type))
+        return Shaped(self.shape_key("many", None), {**self.params(None), "B_uids": uids},
+                      lambda: select(self.table.table).where(and_(c.uid == any_(wanted),
+                                                                  self.where())))
 
     def select_one(self, uid: uuid.UUID) -> Any:
         c = self.table.table.c

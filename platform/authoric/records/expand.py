@@ -10,13 +10,13 @@ referenced rows of the whole page at once (`uid = ANY(...)`), never one per row.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Protocol
 
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import BadRequest, Forbidden, NotFound, TableLocked
 from authoric.plan.access import Access
-from authoric.plan.filters import Compare
 from authoric.plan.plan import Plan
 from authoric.plan.request import ExpandPaths
 from authoric.plan.runner import Executor
@@ -72,6 +72,5 @@ async def _governed_rows(reader: Reader, table_name: str, uids: list[str]) -> di
         access = reader.admit(table_name, "read")
     except (Forbidden, TableLocked, NotFound):
         return {}
-    plan = Plan(access, Compare("uid", "in", uids))
-    rows = await reader.ex.fetch(plan.select_all(None))
+    rows = await reader.ex.fetch(Plan(access).read_many([uuid.UUID(u) for u in uids]))
     return {str(r["uid"]): access.table.row_json(r, access.decision.redacted) for r in rows}
