@@ -35,6 +35,8 @@ class BuildPy(build_py):
     def run(self) -> None:
         if not self.editable_mode:
             build_console()
+            # A build directory left by an earlier build keeps the console's old hashed assets.
+            shutil.rmtree(Path(self.build_lib) / "authoric" / "console_dist", ignore_errors=True)
         super().run()
         if not self.editable_mode:
             for name in SHIPPED_DIRS:

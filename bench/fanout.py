@@ -37,8 +37,16 @@ hub's judge statements (and the pool round trips around them), the sequencer's s
         # follows all 5). Both groups get the same deliveries per change; compare deliveries/s,
         # CPU and judge statements per change.
 
+    .venv/bin/python -m bench.fanout --writer capture --rates 50,200
+        # the table has captureSqlWrites; the bench writes plain SQL INSERTs (no change-log
+        # row): the capture trigger files them and the sequencer's capture poll finds them
+
+The server's own latency is read from its `authoric_feed_latency_seconds` histogram (scraped
+before and after each window): p50/p99 of write → read by the relay, → judged, → socket
+write (`delivered`), printed beside the client's figures.
+
 Everything (load generator, server, PostgreSQL) shares this machine's cores: the CPU table
-says who used what.
+says who used what (the load client's CPU beside the server's).
 """
 
 from __future__ import annotations

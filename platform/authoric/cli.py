@@ -123,6 +123,13 @@ def cmd_seed(settings: Settings, args: argparse.Namespace) -> int:
     return asyncio.run(run_seed(args.app, args.url))
 
 
+def cmd_typegen(settings: Settings, args: argparse.Namespace) -> int:
+    from authoric.typegen import run_typegen
+
+    return run_typegen(settings, args.app, args.lang, args.url, args.token,
+                       Path(args.out) if args.out else None)
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="authoric", description=__doc__)
     sub = root.add_subparsers(dest="command", required=True)
@@ -153,6 +160,15 @@ def parser() -> argparse.ArgumentParser:
     seed.add_argument("--app", default="demo", help="name of the app to create (default: demo)")
     seed.add_argument("--url", default="http://127.0.0.1:8000", help="server URL for the hints")
     seed.set_defaults(run=cmd_seed)
+    typegen = sub.add_parser("typegen", help="write an app's row types for client code, from "
+                             "the OpenAPI document of a running server")
+    typegen.add_argument("--app", required=True)
+    typegen.add_argument("--lang", required=True, choices=("ts", "py"))
+    typegen.add_argument("--url", default="http://127.0.0.1:8000", help="the server")
+    typegen.add_argument("--token", help="admin token (default: AUTHORIC_ADMIN_TOKEN, else the "
+                         "one kept in the data directory)")
+    typegen.add_argument("--out", help="file to write (default: standard output)")
+    typegen.set_defaults(run=cmd_typegen)
     return root
 
 

@@ -1,18 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { AuthoricError, type ChangeEvent } from "../src/admin.ts";
+import type { ChangeEvent } from "../src/admin.ts";
 import type { OrgRow } from "../src/admin.ts";
 import { createClient } from "../src/index.ts";
-import { admin, until, URL_, world } from "./world.ts";
-
-async function rejection(p: Promise<unknown>): Promise<AuthoricError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(AuthoricError);
-    return err as AuthoricError;
-  }
-  throw new Error("expected the call to fail");
-}
+import { admin, rejection, until, URL_, world } from "./world.ts";
 
 describe("the platform admin, through @authoric/client/admin", () => {
   it("reads and writes rows of every org, imports into one, and hears every org on the operator's feed", async () => {

@@ -1,16 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { AuthoricError, createClient } from "../src/index.ts";
-import { URL_, world } from "./world.ts";
-
-async function rejection(p: Promise<unknown>): Promise<AuthoricError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(AuthoricError);
-    return err as AuthoricError;
-  }
-  throw new Error("expected the call to fail");
-}
+import { createClient } from "../src/index.ts";
+import { rejection, URL_, world } from "./world.ts";
 
 describe("a signed-in member using a table", () => {
   it("creates, reads, lists by filter and order page by page, updates and deletes rows", async () => {

@@ -3,7 +3,8 @@
 
 import { writeFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
-import { createClient, type Client } from "../src/index.ts";
+import { expect } from "vitest";
+import { AuthoricError, createClient, type Client } from "../src/index.ts";
 import { createAdminClient, type AppAdmin } from "../src/admin.ts";
 
 function need(name: string): string {
@@ -98,4 +99,15 @@ export async function until(what: string, check: () => boolean, timeoutMs = 60_0
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** The AuthoricError a call fails with (the test fails if it succeeds). */
+export async function rejection(p: Promise<unknown>): Promise<AuthoricError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(AuthoricError);
+    return err as AuthoricError;
+  }
+  throw new Error("expected the call to fail");
 }

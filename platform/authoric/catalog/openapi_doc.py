@@ -25,7 +25,7 @@ _REDACTED = {"type": "string", "enum": ["[redacted]"]}
 
 def _column_schema(column: ColumnDef, readable: bool) -> dict[str, Any]:
     base = column_type(column.type).json_schema()
-    if column.options is not None:
+    if column.options is not None:  # a select: one of its options
         base = {**base, "enum": list(column.options)}
     if not base:  # any JSON value: null and "[redacted]" included already
         return {"description": "any JSON value"} if readable else {}

@@ -11,8 +11,9 @@ How (the trade-off against logical decoding is measured in docs/realtime.md):
 - the platform's own connections carry `authoric.platform_write = on` (db/engine.py), and
   the function returns at once for them: a platform write filed its change itself, in the
   same statement, and is never filed twice;
-- the function ends with `pg_notify('authoric_pending')`, delivered at commit, which wakes
-  the sequencer's leader at once instead of at its safety poll.
+- nothing of ours runs in a SQL writer's process to wake the sequencer, and a NOTIFY from
+  the trigger would serialise the writers' commits; instead, while any table is captured,
+  the sequencer's leader looks for unstamped rows every 20 ms (changes/sequencer.py).
 """
 
 from __future__ import annotations
@@ -35,18 +36,26 @@ def sql_name(app_uid: uuid.UUID, table: str) -> str:
     return f'"{schema_name(app_uid)}"."{table}"'
 
 
-async def set_capture(conn: AsyncConnection, app_uid: uuid.UUID, table: str, soft_delete: bool,
-                      on: bool) -> None:
-    """Install (or remove) the capture triggers of a table; names come from the catalog only."""
+def capture_ddl(app_uid: uuid.UUID, table: str, soft_delete: bool, on: bool) -> list[str]:
+    """The statements that install (or remove) a table's capture triggers; names come from
+    the catalog only."""
     target = sql_name(app_uid, table)
+    out = []
     if on:  # a SQL writer may omit `uid`, as the platform's rows have one (a UUIDv7)
-        await conn.execute(text(f"ALTER TABLE {target} ALTER COLUMN uid SET DEFAULT "
-                                "authoric.uuid_v7()"))
+        out.append(f"ALTER TABLE {target} ALTER COLUMN uid SET DEFAULT authoric.uuid_v7()")
     for short, event in EVENTS.items():
-        await conn.execute(text(f"DROP TRIGGER IF EXISTS authoric_capture_{short} ON {target}"))
+        out.append(f"DROP TRIGGER IF EXISTS authoric_capture_{short} ON {target}")
         if on:
-            await conn.execute(text(
+            out.append(
                 f"CREATE TRIGGER authoric_capture_{short} AFTER {event} ON {target} "
                 f"REFERENCING {REFERENCING[short]} FOR EACH STATEMENT EXECUTE FUNCTION "
                 f"authoric.capture_sql_writes('{app_uid}', '{table}', "
-                f"'{'soft' if soft_delete else 'hard'}')"))
+                f"'{'soft' if soft_delete else 'hard'}')")
+    return out
+
+
+async def set_capture(conn: AsyncConnection, app_uid: uuid.UUID, table: str, soft_delete: bool,
+                      on: bool) -> None:
+    """Install (or remove) the capture triggers of a table, in the caller's transaction."""
+    for statement in capture_ddl(app_uid, table, soft_delete, on):
+        await conn.execute(text(statement))

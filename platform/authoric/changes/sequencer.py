@@ -20,8 +20,13 @@ inside each writer's commit):
   writer's commit and outside its transaction. Nudges that arrive while that NOTIFY is in
   flight are coalesced into the next one, so a busy follower sends at most one per round
   trip, however many writes it commits;
-- writes by anything that does not nudge (a psql session, an old binary) are found by the
-  safety poll, every `SAFETY_POLL` seconds.
+- SQL writes to captured tables (changes/capture.py) come from processes that are not ours:
+  while any table is captured, the leader looks for unstamped rows every `CAPTURE_POLL`
+  seconds (one index-only `EXISTS`), so they wait at most that long. A NOTIFY from the
+  capture trigger would wake it sooner, but a NOTIFY at commit takes a database-wide lock
+  that serialises every notifying commit (bench.capture_cost: writes/s fell by two thirds);
+- writes by anything else that does not nudge (a psql session, an old binary) are found by
+  the safety poll, every `SAFETY_POLL` seconds.
 The event is cleared before each stamping pass, so a nudge that lands during a pass is not
 lost: it causes one more pass. Once woken, the leader gathers for `GATHER` seconds first, so
 a burst of commits is stamped (and fanned out) in one pass.
@@ -41,6 +46,10 @@ LOCK_KEY = 0x61757468  # "auth": the sequencer's advisory lock
 CHANNEL = "authoric_changes"  # leader -> relays: positions were stamped
 PENDING_CHANNEL = "authoric_pending"  # followers -> leader: unstamped rows were committed
 SAFETY_POLL = 2.0  # seconds between checks for unstamped rows nobody told us about
+CAPTURE_POLL = 0.02  # the same while any table has captureSqlWrites
+# Whether any table is captured; asked once per safety poll.
+CAPTURING = ("SELECT EXISTS (SELECT 1 FROM pg_trigger "
+             "WHERE tgfoid = to_regproc('authoric.capture_sql_writes'))")
 FOLLOWER_RETRY = 1.0  # seconds between a follower's attempts to take over the lead
 # Once woken, the leader waits this long before stamping, so that commits arriving together
 # share one stamping transaction (and one relay NOTIFY and fan-out pass) instead of paying
@@ -85,6 +94,7 @@ class Sequencer(DedicatedWorker):
         self.settings, self.safety_poll = settings, safety_poll
         self.wake = asyncio.Event()
         self.leader = False
+        self.capturing = False  # some table has captureSqlWrites: poll every CAPTURE_POLL
         self.connected = False  # for readiness: the dedicated connection is up
         self.notifies_sent = 0  # as a follower (benchmarks: how well nudges coalesce)
 
@@ -129,16 +139,20 @@ class Sequencer(DedicatedWorker):
         # Only the leader listens: a follower hearing followers would echo them forever.
         await conn.add_listener(PENDING_CHANNEL, lambda *_: self.wake.set())
         self.wake.set()  # a first pass right away: rows may have waited for a leader
-        next_retention = 0.0
+        next_retention = next_capture_check = 0.0
         while True:
             self.wake.clear()
             stamped = await self.stamp(conn)
-            if time.monotonic() >= next_retention:
+            now = time.monotonic()
+            if now >= next_retention:
                 await conn.execute(RETAIN, float(self.settings.change_retention))
-                next_retention = time.monotonic() + 60
+                next_retention = now + 60
+            if now >= next_capture_check:
+                self.capturing = bool(await conn.fetchval(CAPTURING))
+                next_capture_check = now + self.safety_poll
             if stamped >= BATCH:
                 continue
-            if await self._woken(self.safety_poll):
+            if await self._woken(CAPTURE_POLL if self.capturing else self.safety_poll):
                 await asyncio.sleep(GATHER)
 
     @staticmethod

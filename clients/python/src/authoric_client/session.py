@@ -1,0 +1,94 @@
+"""The session: the token pair, and refreshing it once for every caller at a time.
+
+Refresh tokens rotate, and presenting a spent one revokes its whole family (contract section
+3), so two refreshes racing would sign the user out. Every refresh here goes through one lock,
+and a caller that waited for it checks whether the token it held has been replaced meanwhile:
+then it uses the new one instead of refreshing again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from authoric_client.errors import AuthoricError
+
+REFRESH_AT = 0.9  # refresh once this share of the access token's lifetime has passed
+
+
+@dataclass(frozen=True)
+class Tokens:
+    access_token: str
+    refresh_token: str
+    expires_in: float
+    obtained_at: float  # on the client's clock
+
+    def stale(self, now: float) -> bool:
+        """In the last tenth of its life (by the client's clock), or past it."""
+        return now >= self.obtained_at + REFRESH_AT * self.expires_in
+
+
+class Session:
+    def __init__(self, http: httpx.AsyncClient, app_path: str, clock: Callable[[], float]) -> None:
+        self._http = http
+        self._auth = f"{app_path}/auth"
+        self._clock = clock
+        self._lock = asyncio.Lock()
+        self.tokens: Tokens | None = None
+        self.refreshes = 0  # how many refreshes this session made (for tests and metrics)
+
+    async def sign_in(self, email: str, password: str, org: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"email": email, "password": password}
+        if org is not None:
+            body["org"] = org
+        async with self._lock:
+            return self._keep(await self._post("token", body))
+
+    async def sign_out(self) -> None:
+        async with self._lock:
+            tokens, self.tokens = self.tokens, None
+            if tokens is not None:
+                await self._post("logout", {"refresh_token": tokens.refresh_token})
+
+    def use(self, access_token: str, refresh_token: str, expires_in: float) -> None:
+        """Adopt a token pair obtained elsewhere (say, by a login page)."""
+        self.tokens = Tokens(access_token, refresh_token, expires_in, self._clock())
+
+    async def access_token(self) -> str | None:
+        """The access token to send now, refreshed first when it is in its last tenth."""
+        tokens = self.tokens
+        if tokens is not None and tokens.stale(self._clock()):
+            await self.refresh(tokens.access_token)
+        return self.tokens.access_token if self.tokens else None
+
+    async def refresh(self, replacing: str | None = None) -> None:
+        """Refresh the pair, unless the access token `replacing` (the one the caller found
+        stale or refused) has been replaced by someone else's refresh meanwhile."""
+        async with self._lock:
+            tokens = self.tokens
+            if tokens is None:
+                raise AuthoricError(401, "UNAUTHENTICATED", "not signed in")
+            if replacing is not None and tokens.access_token != replacing:
+                return
+            try:
+                self._keep(await self._post("refresh", {"refresh_token": tokens.refresh_token}))
+            except AuthoricError as exc:
+                if exc.status == 401:  # the family is gone: nothing to refresh any more
+                    self.tokens = None
+                raise
+            self.refreshes += 1
+
+    async def _post(self, route: str, body: dict[str, Any]) -> dict[str, Any]:
+        response = await self._http.post(f"{self._auth}/{route}", json=body)
+        if response.status_code >= 400:
+            raise AuthoricError.from_response(response)
+        return response.json() if response.content else {}
+
+    def _keep(self, pair: dict[str, Any]) -> dict[str, Any]:
+        self.tokens = Tokens(pair["access_token"], pair["refresh_token"], float(pair["expires_in"]),
+                             self._clock())
+        return pair
