@@ -199,6 +199,14 @@ async def test_the_async_client_has_the_same_surface(server: ServerProcess, acme
         with pytest.raises(AuthoricError) as gone:
             await invoices.get(row["uid"])
         assert gone.value.status == 404
+        live = invoices.live_query(order="-seq", limit=2)
+        assert await live.ready() == []
+        for seq in (5, 9, 7):
+            await invoices.create({"number": f"AS-{seq}", "seq": seq})
+        async with asyncio.timeout(60):
+            while [r["seq"] for r in live.rows] != [9, 7]:
+                await asyncio.sleep(0.02)
+        await live.close()
 
 
 def test_wait_until_fails_loudly_when_the_condition_never_holds() -> None:

@@ -16,9 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 from authoric_client import AsyncClient, AuthoricError, Client
+from tests.api.test_sessions import clocked_server  # noqa: F401 (a server on the test clock)
 from tests.clients.python_client_world import Shop, shop, wait_until
 from tests.scenario import AppWorld, expect
-from tests.servers import ServerProcess, start_server
+from tests.servers import ServerProcess
 
 TTL = 60
 
@@ -35,19 +36,8 @@ class Clocked:
         self.clock_file.write_text(str(float(self.clock_file.read_text()) + seconds))
 
 
-@pytest.fixture(scope="module")
-def clocked_server(database_url: str, tmp_path_factory: pytest.TempPathFactory,
-                   ) -> Iterator[tuple[ServerProcess, Path]]:
-    data = tmp_path_factory.mktemp("client-clock")
-    clock_file = data / "clock-offset"
-    clock_file.write_text("0")
-    proc = start_server(database_url, data, AUTHORIC_TEST_CLOCK_FILE=str(clock_file))
-    yield proc, clock_file
-    proc.stop()
-
-
 @pytest.fixture
-def clocked(clocked_server: tuple[ServerProcess, Path]) -> Iterator[Clocked]:
+def clocked(clocked_server: tuple[ServerProcess, Path]) -> Iterator[Clocked]:  # noqa: F811
     proc, clock_file = clocked_server
     clock_file.write_text("0")
     with httpx.Client(base_url=proc.url, timeout=30) as http:

@@ -17,6 +17,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -415,3 +416,41 @@ def test_the_invoice_board_example_runs_with_one_command_and_two_windows_follow_
         board.terminate()
         board.wait(10)
         log.close()
+
+
+def test_types_written_by_authoric_typegen_type_the_client_and_catch_a_wrong_column(
+        ts_server: Restartable, tmp_path: Path) -> None:
+    from authoric.typegen import pascal
+
+    with httpx.Client(base_url=ts_server.proc.url, timeout=30) as client:
+        world = AppWorld.create(ts_server.proc, client)
+        world.table("vendors", [{"name": "name", "type": "text", "required": True}])
+        world.table("invoices", [{"name": "number", "type": "text", "required": True},
+                                 {"name": "amount", "type": "numeric"},
+                                 {"name": "vendor", "type": "reference", "references": "vendors"}])
+    types, usage = tmp_path / "app_types.ts", tmp_path / "use.ts"
+    subprocess.run([sys.executable, "-m", "authoric.cli", "typegen", "--app", world.name,
+                    "--lang", "ts", "--url", ts_server.proc.url, "--token",
+                    ts_server.proc.admin_token, "--out", str(types)], check=True,
+                   capture_output=True, timeout=120)
+    usage.write_text(f"""
+import {{ createClient }} from "{PACKAGE / 'src' / 'index.ts'}";
+import type {{ {pascal(world.name)}Tables }} from "./{types.stem}.ts";
+const db = createClient<{pascal(world.name)}Tables>({{ url: "http://127.0.0.1", app: "x" }});
+export async function use(): Promise<string | null> {{
+  const row = await db.table("invoices").create({{ number: "1", amount: "2.50", vendor_uid: null }});
+  await db.table("vendors").list({{ filter: {{ name: {{ like: "A%" }} }}, order: "-name" }});
+  // @ts-expect-error: no such column
+  await db.table("invoices").update(row.uid, {{ amont: "3" }});
+  // @ts-expect-error: numeric columns are strings
+  await db.table("invoices").update(row.uid, {{ amount: 3 }});
+  return row.amount;
+}}
+""")
+    checked = subprocess.run([str(PACKAGE / "node_modules" / ".bin" / "tsc"), "--noEmit",
+                              "--strict", "--target", "ES2022", "--module", "NodeNext",
+                              "--moduleResolution", "NodeNext", "--skipLibCheck",
+                              "--allowImportingTsExtensions", "--lib", "ES2022,DOM",
+                              str(usage)], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=300, env=_env())
+    assert checked.returncode == 0, checked.stdout + types.read_text()
