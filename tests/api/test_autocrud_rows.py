@@ -21,7 +21,7 @@ INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 
 ALL_TYPES = [
     {"name": "title", "type": "text"},
-    {"name": "count", "type": "integer"},
+    {"name": "qty", "type": "integer"},
     {"name": "amount", "type": "numeric"},
     {"name": "paid", "type": "boolean"},
     {"name": "due_at", "type": "timestamp"},
@@ -77,7 +77,7 @@ def test_member_writes_every_column_type_and_reads_back_the_same_values(
         typed: tuple[AppWorld, Caller]) -> None:
     world, member = typed
     ext = str(uuid.uuid4())
-    body = {"title": "Ünïcode ✓ 'quoted' \"double\"", "count": 42, "amount": "8760.00",
+    body = {"title": "Ünïcode ✓ 'quoted' \"double\"", "qty": 42, "amount": "8760.00",
             "paid": True, "due_at": "2026-01-31T12:00:00Z", "due_on": "2026-02-28",
             "external_id": ext, "meta": {"tags": ["a", "b"], "nested": {"n": 1, "x": None}}}
     row = expect(member.post(world.rows("things"), json=body), 201)
@@ -112,9 +112,9 @@ def test_timestamps_with_any_offset_come_back_in_utc_with_z(typed: tuple[AppWorl
 def test_integers_hold_the_full_64_bit_range(typed: tuple[AppWorld, Caller]) -> None:
     world, member = typed
     for value in (INT64_MAX, INT64_MIN, 0, -1):
-        row = expect(member.post(world.rows("things"), json={"count": value}), 201)
-        assert row["count"] == value
-        assert expect(member.get(f"{world.rows('things')}/{row['uid']}"), 200)["count"] == value
+        row = expect(member.post(world.rows("things"), json={"qty": value}), 201)
+        assert row["qty"] == value
+        assert expect(member.get(f"{world.rows('things')}/{row['uid']}"), 200)["qty"] == value
 
 
 def test_json_column_keeps_any_json_value(typed: tuple[AppWorld, Caller]) -> None:
@@ -131,8 +131,8 @@ def test_columns_left_out_of_a_create_are_null(typed: tuple[AppWorld, Caller]) -
 
 
 @pytest.mark.parametrize("column,value", [
-    ("count", INT64_MAX + 1), ("count", INT64_MIN - 1), ("count", "5"), ("count", 1.5),
-    ("count", True), ("amount", "abc"), ("amount", True), ("amount", "NaN"), ("amount", [1]),
+    ("qty", INT64_MAX + 1), ("qty", INT64_MIN - 1), ("qty", "5"), ("qty", 1.5),
+    ("qty", True), ("amount", "abc"), ("amount", True), ("amount", "NaN"), ("amount", [1]),
     ("paid", "true"), ("paid", 1), ("due_at", "yesterday"), ("due_at", "2026-01-31T12:00:00"),
     ("due_at", 1767225600), ("due_on", "2026-02-30"), ("due_on", "31/01/2026"),
     ("external_id", "not-a-uuid"), ("external_id", 5), ("title", 5), ("title", ["a"]),
@@ -151,9 +151,9 @@ def test_member_gets_422_naming_the_column_for_a_value_of_the_wrong_type(
 def test_member_gets_422_for_a_wrong_type_in_an_update_and_the_row_is_unchanged(
         typed: tuple[AppWorld, Caller]) -> None:
     world, member = typed
-    row = expect(member.post(world.rows("things"), json={"count": 1, "title": "t"}), 201)
+    row = expect(member.post(world.rows("things"), json={"qty": 1, "title": "t"}), 201)
     path = f"{world.rows('things')}/{row['uid']}"
-    expect(member.patch(path, json={"title": "changed", "count": "two"}), 422, "VALIDATION_FAILED")
+    expect(member.patch(path, json={"title": "changed", "qty": "two"}), 422, "VALIDATION_FAILED")
     assert expect(member.get(path), 200) == row
 
 
@@ -195,11 +195,11 @@ def test_a_default_fills_a_column_left_out_and_never_overrides_a_given_value(
 def test_member_updates_some_columns_and_the_rest_stay_as_they_were(
         typed: tuple[AppWorld, Caller]) -> None:
     world, member = typed
-    row = expect(member.post(world.rows("things"), json={"title": "t", "count": 1, "paid": False}),
+    row = expect(member.post(world.rows("things"), json={"title": "t", "qty": 1, "paid": False}),
                  201)
     path = f"{world.rows('things')}/{row['uid']}"
-    updated = expect(member.patch(path, json={"count": 2, "title": None}), 200)
-    assert updated["count"] == 2 and updated["title"] is None and updated["paid"] is False
+    updated = expect(member.patch(path, json={"qty": 2, "title": None}), 200)
+    assert updated["qty"] == 2 and updated["title"] is None and updated["paid"] is False
     assert updated["uid"] == row["uid"] and updated["createdAt"] == row["createdAt"]
     assert updated["updatedAt"] > row["updatedAt"]
     assert expect(member.get(path), 200) == updated

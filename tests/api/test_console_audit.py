@@ -134,6 +134,7 @@ def test_operator_pages_through_the_log_with_limit_and_after(world: AppWorld) ->
 
 
 @pytest.mark.parametrize("params", [{"limit": "0"}, {"limit": "1001"}, {"limit": "x"},
+                                    {"limit": "\u00b2"}, {"limit": "\u0665"}, {"after": "\u00b2"},
                                     {"after": "x"}, {"after": "-1"}])
 def test_operator_gets_400_for_a_bad_limit_or_cursor(world: AppWorld, params: dict[str, str]) -> None:
     error(world.admin.get(f"{world.base}/audit", params=params), 400, "BAD_REQUEST")

@@ -32,7 +32,7 @@ def ledger(world: AppWorld) -> AppWorld:
     world.table("vendors", [{"name": "name", "type": "text", "required": True, "unique": True}])
     world.table("things", [
         {"name": "title", "type": "text", "required": True},
-        {"name": "count", "type": "integer"},
+        {"name": "qty", "type": "integer"},
         {"name": "amount", "type": "numeric"},
         {"name": "paid", "type": "boolean"},
         {"name": "due_at", "type": "timestamp"},
@@ -91,7 +91,7 @@ def test_clerk_imports_a_value_of_every_column_type_and_reads_the_same_rows_back
     vendor = expect(clerk.post(ledger.rows("vendors"), json={"name": "Paper Co"}), 201)
     ext = str(uuid.uuid4())
     csv = (
-        "title,count,amount,paid,due_at,due_on,external_id,meta,vendor_uid\n"
+        "title,qty,amount,paid,due_at,due_on,external_id,meta,vendor_uid\n"
         f'plain,1,8760.00,true,2026-03-01T10:00:00Z,2026-03-31,{ext},"{{""a"": [1, 2]}}",{vendor["uid"]}\n'
         'second,-42,0.5,false,2026-03-01T10:00:00+02:00,2024-02-29,,"""text""",\n'
         "third,9223372036854775807,-12.345,1,2026-03-01T10:00:00.123456-05:30,,,[],\n"
@@ -104,21 +104,21 @@ def test_clerk_imports_a_value_of_every_column_type_and_reads_the_same_rows_back
     rows = {r["title"]: r for r in _things(ledger, clerk)}
     assert len(rows) == 7
     plain = rows["plain"]
-    assert (plain["count"], plain["amount"], plain["paid"], plain["due_at"], plain["due_on"],
+    assert (plain["qty"], plain["amount"], plain["paid"], plain["due_at"], plain["due_on"],
             plain["external_id"], plain["meta"], plain["vendor_uid"]) == (
         1, "8760.00", True, "2026-03-01T10:00:00Z", "2026-03-31", ext, {"a": [1, 2]},
         vendor["uid"])
     second = rows["second"]
-    assert (second["count"], second["amount"], second["paid"], second["due_at"], second["due_on"],
+    assert (second["qty"], second["amount"], second["paid"], second["due_at"], second["due_on"],
             second["meta"], second["external_id"], second["vendor_uid"]) == (
         -42, "0.5", False, "2026-03-01T08:00:00Z", "2024-02-29", "text", None, None)
     third = rows["third"]
-    assert (third["count"], third["amount"], third["paid"], third["due_at"], third["meta"]) == (
+    assert (third["qty"], third["amount"], third["paid"], third["due_at"], third["meta"]) == (
         2**63 - 1, "-12.345", True, "2026-03-01T15:30:00.123456Z", [])
     assert rows["fourth"]["paid"] is False and rows["fourth"]["meta"] is None
     assert rows["fourth"]["due_at"] == "2026-12-31T23:59:59Z"
     assert rows["fourth"]["amount"] in ("1E+3", "1000")
-    assert rows["fifth"]["paid"] is True and rows["fifth"]["count"] is None
+    assert rows["fifth"]["paid"] is True and rows["fifth"]["qty"] is None
     assert rows["fifth"]["amount"] is None and rows["fifth"]["meta"] is None
     assert rows["sixth"]["paid"] is False and rows["sixth"]["meta"] == 42
     assert rows['Ünïcode, ✓ and "quotes"']["meta"] == {"nested": {"k": True}}
@@ -162,7 +162,7 @@ def test_columns_left_out_of_the_file_take_their_defaults_of_every_type(world: A
 def test_clerk_importing_values_that_do_not_fit_their_columns_gets_each_one_listed(
         ledger: AppWorld) -> None:
     clerk = _clerk(ledger)
-    csv = ("title,count,amount,paid,due_at,due_on,external_id,meta\n"
+    csv = ("title,qty,amount,paid,due_at,due_on,external_id,meta\n"
            "ok,1,1.0,true,2026-01-01T00:00:00Z,2026-01-01,,{}\n"
            "a,one,,,,,,\n"
            "b,,1.2.3,,,,,\n"
@@ -175,8 +175,8 @@ def test_clerk_importing_values_that_do_not_fit_their_columns_gets_each_one_list
            ",1,,,,,,\n")
     rows = _errors(_import(clerk, ledger, "things", csv))
     assert [(r["line"], r["column"]) for r in rows] == [
-        (3, "count"), (4, "amount"), (5, "paid"), (6, "due_at"), (7, "due_on"),
-        (8, "external_id"), (9, "meta"), (10, "count"), (10, "amount"), (11, "title")]
+        (3, "qty"), (4, "amount"), (5, "paid"), (6, "due_at"), (7, "due_on"),
+        (8, "external_id"), (9, "meta"), (10, "qty"), (10, "amount"), (11, "title")]
     assert _things(ledger, clerk) == []
 
 
@@ -192,7 +192,7 @@ def test_clerk_importing_a_file_with_an_unknown_column_gets_422_naming_it_before
 def test_clerk_importing_a_file_without_a_required_column_gets_422_naming_it(
         ledger: AppWorld) -> None:
     clerk = _clerk(ledger)
-    rows = _errors(_import(clerk, ledger, "things", "count,amount\n1,2\n"))
+    rows = _errors(_import(clerk, ledger, "things", "qty,amount\n1,2\n"))
     assert [(r["line"], r["column"]) for r in rows] == [(1, "title")]
 
 
@@ -208,16 +208,16 @@ def test_clerk_importing_a_file_that_sets_server_fields_gets_422(
 
 def test_clerk_importing_a_file_naming_a_column_twice_gets_422(ledger: AppWorld) -> None:
     clerk = _clerk(ledger)
-    rows = _errors(_import(clerk, ledger, "things", "title,count,count\nx,1,2\n"))
-    assert [(r["line"], r["column"]) for r in rows] == [(1, "count")]
+    rows = _errors(_import(clerk, ledger, "things", "title,qty,qty\nx,1,2\n"))
+    assert [(r["line"], r["column"]) for r in rows] == [(1, "qty")]
 
 
 def test_clerk_importing_an_empty_file_gets_422_and_a_header_alone_inserts_nothing(
         ledger: AppWorld) -> None:
     clerk = _clerk(ledger)
     _errors(_import(clerk, ledger, "things", b""))
-    assert expect(_import(clerk, ledger, "things", "title,count\n"), 201) == {"inserted": 0}
-    assert expect(_import(clerk, ledger, "things", "title,count"), 201) == {"inserted": 0}
+    assert expect(_import(clerk, ledger, "things", "title,qty\n"), 201) == {"inserted": 0}
+    assert expect(_import(clerk, ledger, "things", "title,qty"), 201) == {"inserted": 0}
 
 
 # Malformed CSV -----------------------------------------------------------------------------
@@ -232,14 +232,14 @@ def test_clerk_importing_a_file_that_is_not_utf8_gets_422_with_the_line(ledger: 
 
 def test_clerk_importing_ragged_rows_gets_each_short_or_long_line_listed(ledger: AppWorld) -> None:
     clerk = _clerk(ledger)
-    rows = _errors(_import(clerk, ledger, "things", "title,count\na,1\nb\nc,3,extra\nd,4\n"))
+    rows = _errors(_import(clerk, ledger, "things", "title,qty\na,1\nb\nc,3,extra\nd,4\n"))
     assert [(r["line"], r["column"]) for r in rows] == [(3, None), (4, None)]
     assert _things(ledger, clerk) == []
 
 
 def test_clerk_importing_a_file_with_an_unterminated_quote_gets_422(ledger: AppWorld) -> None:
     clerk = _clerk(ledger)
-    rows = _errors(_import(clerk, ledger, "things", 'title,count\na,1\n"never closed,2\nc,3\n'))
+    rows = _errors(_import(clerk, ledger, "things", 'title,qty\na,1\n"never closed,2\nc,3\n'))
     assert [r["line"] for r in rows] == [3]
     assert "quote" in rows[0]["message"]
     assert _things(ledger, clerk) == []
@@ -249,7 +249,7 @@ def test_a_stray_quote_near_the_top_of_a_big_file_is_refused_early_with_its_line
         ledger: AppWorld) -> None:
     """The server does not hold the rest of the file in memory waiting for the quote to close."""
     clerk = _clerk(ledger)
-    body = ('title,count\na,1\nTV 55" screen,2\n' + "".join(
+    body = ('title,qty\na,1\nTV 55" screen,2\n' + "".join(
         f"row number {i:09d} of a long file,{i}\n" for i in range(500_000))).encode()
     assert len(body) > 20_000_000
     pid = ledger.server.process.pid
@@ -270,7 +270,7 @@ def _vm(pid: int, key: str) -> int:
 
 def test_a_record_longer_than_a_mebibyte_is_refused(ledger: AppWorld) -> None:
     clerk = _clerk(ledger)
-    body = "title,count\nok,1\n" + "x" * (1 << 20) + ",2\nlast,3\n"
+    body = "title,qty\nok,1\n" + "x" * (1 << 20) + ",2\nlast,3\n"
     rows = _errors(_import(clerk, ledger, "things", body))
     assert [r["line"] for r in rows] == [3]
     assert _things(ledger, clerk) == []
@@ -282,32 +282,32 @@ def test_a_record_longer_than_a_mebibyte_is_refused(ledger: AppWorld) -> None:
 
 def test_clerk_importing_a_file_with_text_after_a_closing_quote_gets_422(ledger: AppWorld) -> None:
     clerk = _clerk(ledger)
-    rows = _errors(_import(clerk, ledger, "things", 'title,count\na,1\n"b"x,2\n'))
+    rows = _errors(_import(clerk, ledger, "things", 'title,qty\na,1\n"b"x,2\n'))
     assert [r["line"] for r in rows] == [3]
 
 
 def test_clerk_imports_a_file_with_a_byte_order_mark_and_crlf_line_ends(ledger: AppWorld) -> None:
     clerk = _clerk(ledger)
-    body = "\ufefftitle,count\r\nfirst,1\r\nsecond,2\r\n".encode()
+    body = "\ufefftitle,qty\r\nfirst,1\r\nsecond,2\r\n".encode()
     assert expect(_import(clerk, ledger, "things", body), 201) == {"inserted": 2}
-    assert [(r["title"], r["count"]) for r in _things(ledger, clerk)] == [("first", 1), ("second", 2)]
+    assert [(r["title"], r["qty"]) for r in _things(ledger, clerk)] == [("first", 1), ("second", 2)]
 
 
 def test_quoted_newlines_stay_in_the_value_and_later_errors_name_the_physical_line(
         ledger: AppWorld) -> None:
     clerk = _clerk(ledger)
-    good = 'title,count\r\n"two\r\nlines",1\r\n"three\nlines\nhere",2\r\nlast,3\r\n'
+    good = 'title,qty\r\n"two\r\nlines",1\r\n"three\nlines\nhere",2\r\nlast,3\r\n'
     assert expect(_import(clerk, ledger, "things", good), 201) == {"inserted": 3}
     titles = [r["title"] for r in _things(ledger, clerk)]
     assert titles == ["two\r\nlines", "three\nlines\nhere", "last"]
-    bad = 'title,count\n"a\nb\nc",1\nd,oops\n'
+    bad = 'title,qty\n"a\nb\nc",1\nd,oops\n'
     assert [(r["line"], r["column"]) for r in _errors(_import(clerk, ledger, "things", bad))] == [
-        (5, "count")]
+        (5, "qty")]
 
 
 def test_blank_lines_are_skipped_and_a_missing_final_newline_is_fine(ledger: AppWorld) -> None:
     clerk = _clerk(ledger)
-    assert expect(_import(clerk, ledger, "things", "title,count\na,1\n\nb,2"), 201) == {
+    assert expect(_import(clerk, ledger, "things", "title,qty\na,1\n\nb,2"), 201) == {
         "inserted": 2}
 
 
@@ -342,9 +342,9 @@ def test_a_failed_import_writes_no_row_no_log_entry_and_no_event(
     path = f"{ledger.rows('things')}/subscribe"
     with SSEClient(ledger.server.url, path, clerk.token) as feed:
         feed.wait_connected()
-        csv = "title,count\n" + "".join(f"t{i},{i}\n" for i in range(500)) + "bad,x\n"
+        csv = "title,qty\n" + "".join(f"t{i},{i}\n" for i in range(500)) + "bad,x\n"
         rows = _errors(_import(clerk, ledger, "things", csv))
-        assert [(r["line"], r["column"]) for r in rows] == [(502, "count")]
+        assert [(r["line"], r["column"]) for r in rows] == [(502, "qty")]
         assert _log_count(database_url, ledger) == log_before
         marker = expect(clerk.post(ledger.rows("things"), json={"title": "marker"}), 201)
         feed.wait_for_change(marker["uid"], "insert")
@@ -354,11 +354,11 @@ def test_a_failed_import_writes_no_row_no_log_entry_and_no_event(
 
 def test_at_most_100_errors_are_listed_each_with_line_column_and_message(ledger: AppWorld) -> None:
     clerk = _clerk(ledger)
-    csv = "title,count\n" + "".join(f"t{i},x{i}\n" for i in range(250))
+    csv = "title,qty\n" + "".join(f"t{i},x{i}\n" for i in range(250))
     rows = _errors(_import(clerk, ledger, "things", csv))
     assert len(rows) == 100
     assert [r["line"] for r in rows] == list(range(2, 102))
-    assert {r["column"] for r in rows} == {"count"}
+    assert {r["column"] for r in rows} == {"qty"}
 
 
 # Content type and size ---------------------------------------------------------------------
@@ -443,7 +443,7 @@ def test_an_import_of_1000_rows_sends_one_insert_per_row_to_a_subscriber(
     with SSEClient(url, path, clerk.token) as feed, SSEClient(url, path, other.token) as feed_b:
         feed.wait_connected()
         feed_b.wait_connected()
-        csv = "title,count\n" + "".join(f"t{i},{i}\n" for i in range(1000))
+        csv = "title,qty\n" + "".join(f"t{i},{i}\n" for i in range(1000))
         assert expect(_import(clerk, ledger, "things", csv), 201) == {"inserted": 1000}
         feed.wait_until(lambda frames: sum(1 for f in frames if f.is_change) >= 1000, timeout=60)
         marker = expect(other.post(ledger.rows("things"), json={"title": "b-marker"}), 201)
@@ -472,7 +472,7 @@ def test_an_import_of_more_than_1000_rows_sends_one_resync_to_the_org_only(
     with SSEClient(url, path, clerk.token) as feed, SSEClient(url, path, other.token) as feed_b:
         feed.wait_connected()
         feed_b.wait_connected()
-        csv = "title,count\n" + "".join(f"t{i},{i}\n" for i in range(1001))
+        csv = "title,qty\n" + "".join(f"t{i},{i}\n" for i in range(1001))
         assert expect(_import(clerk, ledger, "things", csv), 201) == {"inserted": 1001}
         marker = expect(clerk.post(ledger.rows("things"), json={"title": "a-marker"}), 201)
         marker_b = expect(other.post(ledger.rows("things"), json={"title": "b-marker"}), 201)
@@ -542,13 +542,13 @@ def test_clerk_importing_unique_duplicates_within_the_file_or_against_rows_is_re
 
 def test_member_whose_row_policy_the_imported_rows_would_not_match_gets_403_and_nothing(
         ledger: AppWorld, database_url: str) -> None:
-    ledger.role("small", ["things:*"], row_policies={"things": {"count": {"lt": 10}}})
+    ledger.role("small", ["things:*"], row_policies={"things": {"qty": {"lt": 10}}})
     small = ledger.caller(ledger.orgs["A"], ["small"])
     before = _log_count(database_url, ledger)
-    expect(_import(small, ledger, "things", "title,count\na,1\nb,50\n"), 403, "FORBIDDEN")
-    expect(_import(small, ledger, "things", "title,count\na,1\nb,\n"), 403, "FORBIDDEN")
+    expect(_import(small, ledger, "things", "title,qty\na,1\nb,50\n"), 403, "FORBIDDEN")
+    expect(_import(small, ledger, "things", "title,qty\na,1\nb,\n"), 403, "FORBIDDEN")
     assert _log_count(database_url, ledger) == before
-    assert expect(_import(small, ledger, "things", "title,count\na,1\nb,9\n"), 201) == {
+    assert expect(_import(small, ledger, "things", "title,qty\na,1\nb,9\n"), 201) == {
         "inserted": 2}
     assert [r["title"] for r in _things(ledger, _clerk(ledger))] == ["a", "b"]
 

@@ -36,7 +36,7 @@ def shop(world: AppWorld) -> tuple[AppWorld, Caller]:
         {"name": "vendor", "type": "reference", "references": "vendors"},
         {"name": "status", "type": "text", "default": "received"},
         {"name": "amount", "type": "numeric"},
-        {"name": "count", "type": "integer"},
+        {"name": "qty", "type": "integer"},
         {"name": "paid", "type": "boolean"},
         {"name": "due_at", "type": "timestamp"},
         {"name": "due_on", "type": "date"},
@@ -207,7 +207,7 @@ def test_the_app_document_has_one_row_schema_and_the_routes_for_each_table(
     schemas = doc["components"]["schemas"]
     assert {"vendors", "invoices"} <= set(schemas)
     invoices = schemas["invoices"]["properties"]
-    assert list(invoices) == ["uid", "invoice_number", "vendor_uid", "status", "amount", "count",
+    assert list(invoices) == ["uid", "invoice_number", "vendor_uid", "status", "amount", "qty",
                               "paid", "due_at", "due_on", "ref", "meta", "createdAt", "updatedAt"]
     for table in ("vendors", "invoices"):
         for suffix, methods in ROW_ROUTES.items():
@@ -224,7 +224,7 @@ def test_real_rows_match_the_documented_row_schema_and_bodies_the_input_schema(
     doc = _doc(member, world)
     vendor = expect(member.post(world.rows("vendors"), json={"name": "Acme"}), 201)
     body = {"invoice_number": "A-1", "vendor_uid": vendor["uid"], "amount": "8760.00",
-            "count": 2**62, "paid": False, "due_at": "2026-01-31T12:00:00Z",
+            "qty": 2**62, "paid": False, "due_at": "2026-01-31T12:00:00Z",
             "due_on": "2026-01-31", "ref": vendor["uid"], "meta": {"any": ["thing"]}}
     assert _validator(doc, "invoices.create").is_valid(body)
     row = expect(member.post(world.rows("invoices"), json=body), 201)

@@ -199,3 +199,25 @@ def test_an_app_user_token_cannot_manage_indexes(
     expect(north.put(f"{world.base}/tables/invoices/indexes/x", json={"columns": ["number"]}),
            401, "UNAUTHENTICATED")
     expect(north.get(f"{world.base}/tables/invoices/indexes"), 401, "UNAUTHENTICATED")
+
+
+def test_the_per_app_openapi_document_lists_indexes_select_options_and_the_display_column(
+        invoices: tuple[AppWorld, Caller, Caller]) -> None:
+    world, north, _ = invoices
+    expect(world.admin.patch(f"{world.base}/tables/invoices", json={
+        "addColumns": [{"name": "stage", "type": "select", "options": ["draft", "paid"]}],
+        "displayColumn": "number"}), 200)
+    expect(world.admin.put(f"{world.base}/tables/invoices/indexes/by_number",
+                           json={"columns": ["-number"], "unique": True}), 202)
+    doc = expect(north.get(f"/{world.name}/openapi.json"), 200)
+    schema = doc["components"]["schemas"]["invoices"]
+    assert schema["x-indexes"] == [{"name": "by_number", "columns": ["-number"],
+                                    "unique": True, "kind": "btree"}]
+    assert schema["x-display-column"] == "number"
+    assert {"type": "string", "enum": ["draft", "paid"]} in schema["properties"]["stage"]["anyOf"]
+    list_params = {p["name"] for p in doc["paths"][f"/{world.name}/autocrud/invoices"]["get"][
+        "parameters"]}
+    assert {"count", "expand"} <= list_params
+    expect(world.admin.delete(f"{world.base}/tables/invoices/indexes/by_number"), 204)
+    doc = expect(north.get(f"/{world.name}/openapi.json"), 200)
+    assert "x-indexes" not in doc["components"]["schemas"]["invoices"]

@@ -65,6 +65,8 @@ async def put_index(conn: AsyncConnection, app_ref: str, table: str, name: str,
     app = await find_app(conn, app_ref)
     definition = await _definition(conn, app["uid"], table)
     view, start = await indexes.put_index(conn, app["uid"], definition, name, spec)
+    if start:  # the per-app OpenAPI document lists the app's indexes
+        await bump_version(conn, app["uid"])
     return app["uid"], view, start
 
 
@@ -86,7 +88,9 @@ async def delete_index(conn: AsyncConnection, app_ref: str, table: str,
     """Forget the index; (app uid, the pid of a build to cancel) for the drop after commit."""
     app = await find_app(conn, app_ref)
     await _definition(conn, app["uid"], table)
-    return app["uid"], await indexes.forget_index(conn, app["uid"], table, name)
+    builder = await indexes.forget_index(conn, app["uid"], table, name)
+    await bump_version(conn, app["uid"])
+    return app["uid"], builder
 
 
 async def _definition(conn: AsyncConnection, app_uid: uuid.UUID, name: str) -> TableDef:

@@ -17,7 +17,8 @@ Name = Annotated[str, Field(pattern=f"^{NAME_PATTERN.pattern}$")]
 # Words the contract gives a meaning in URLs, query strings or rows.
 RESERVED = frozenset(
     {"uid", "order", "limit", "after", "filter", "lastEventId", "lasteventid", "subscribe",
-     "import", "createdAt", "updatedAt", "created_at", "updated_at", "org_uid", "deleted_at"}
+     "import", "createdAt", "updatedAt", "created_at", "updated_at", "org_uid", "deleted_at",
+     "expand", "count"}
 )
 
 

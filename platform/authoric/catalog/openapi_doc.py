@@ -33,13 +33,19 @@ def _column_schema(column: ColumnDef, readable: bool) -> dict[str, Any]:
     return {"anyOf": [*nullable["anyOf"], _REDACTED]} if readable else nullable
 
 
-def row_schema(table: CompiledTable) -> dict[str, Any]:
+def row_schema(table: CompiledTable, indexes: list[dict[str, Any]] | None = None
+               ) -> dict[str, Any]:
     props: dict[str, Any] = {"uid": {"type": "string", "format": "uuid"}}
     for column in table.definition.columns:
         props[field_name(column)] = _column_schema(column, readable=True)
     props["createdAt"] = {"type": "string", "format": "date-time"}
     props["updatedAt"] = {"type": "string", "format": "date-time"}
-    return {"type": "object", "properties": props, "required": ["uid"]}
+    doc: dict[str, Any] = {"type": "object", "properties": props, "required": ["uid"]}
+    if table.definition.display is not None:
+        doc["x-display-column"] = table.definition.display
+    if indexes:
+        doc["x-indexes"] = indexes  # what filters, orders and searches are served by
+    return doc
 
 
 def input_schema(table: CompiledTable, creating: bool) -> dict[str, Any]:
@@ -87,7 +93,12 @@ def _table_paths(app: str, table: CompiledTable) -> dict[str, Any]:
     name = table.name
     row = {"$ref": f"#/components/schemas/{name}"}
     page = {"type": "object", "properties": {"items": {"type": "array", "items": row},
-                                             "next": {"type": ["string", "null"]}}}
+                                             "next": {"type": ["string", "null"]},
+                                             "total": {"type": "integer",
+                                                       "description": "with ?count=exact"}}}
+    expand = {"name": "expand", "in": "query", "schema": {"type": "string"},
+              "description": "reference columns to expand, comma-separated, dotted up to two "
+                             "levels (vendor.country)"}
     uid_param = {"name": "uid", "in": "path", "required": True,
                  "schema": {"type": "string", "format": "uuid"}}
     list_params = [
@@ -97,6 +108,8 @@ def _table_paths(app: str, table: CompiledTable) -> dict[str, Any]:
         {"name": "after", "in": "query", "schema": {"type": "string"}},
         {"name": "filter", "in": "query", "schema": {"type": "string"},
          "description": "URL-encoded JSON filter"},
+        {"name": "count", "in": "query", "schema": {"enum": ["exact"]}},
+        expand,
     ]
     body = {"required": True, "content": {"application/json": {
         "schema": {"$ref": f"#/components/schemas/{name}.create"}}}}
@@ -110,12 +123,15 @@ def _table_paths(app: str, table: CompiledTable) -> dict[str, Any]:
             "get": {"operationId": f"list_{name}", "parameters": list_params,
                     "responses": _responses("200", page, 400)},
             "post": {"operationId": f"create_{name}", "requestBody": body,
+                     "parameters": [expand],
                      "responses": _responses("201", row, 400, 409, 415, 422)},
         },
         f"{base}/{{uid}}": {
             "parameters": [uid_param],
-            "get": {"operationId": f"read_{name}", "responses": _responses("200", row)},
+            "get": {"operationId": f"read_{name}", "parameters": [expand],
+                    "responses": _responses("200", row, 400)},
             "patch": {"operationId": f"update_{name}", "requestBody": patch_body,
+                      "parameters": [expand],
                       "responses": _responses("200", row, 400, 409, 415, 422)},
             "delete": {"operationId": f"delete_{name}", "responses": _responses("204", None, 409)},
         },
@@ -161,7 +177,7 @@ def app_openapi(snapshot: AppSnapshot,
     paths: dict[str, Any] = {}
     shown = list(snapshot.tables.values() if tables is None else tables)
     for table in shown:
-        schemas[table.name] = row_schema(table)
+        schemas[table.name] = row_schema(table, snapshot.indexes.get(table.name))
         schemas[f"{table.name}.create"] = input_schema(table, creating=True)
         schemas[f"{table.name}.update"] = input_schema(table, creating=False)
         schemas.update(_event_schemas(table.name))

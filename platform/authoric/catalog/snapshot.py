@@ -34,6 +34,8 @@ class AppSnapshot:
     roles: dict[str, RoleDef]
     enforcer: casbin.Enforcer
     draft: bool = False  # a copy with a drafted role (a policy preview), never a saved version
+    # Owner-defined indexes by table, as defined (their build state is not part of a version).
+    indexes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # Authorization decisions derived from this version (policy.decision); dropped with it.
     # Not an init field: a copy made with other roles (a policy preview) starts empty.
     decisions: dict[Any, Any] = field(default_factory=dict, init=False, repr=False,
@@ -93,5 +95,9 @@ async def load_snapshot(conn: AsyncConnection, app_uid: uuid.UUID) -> AppSnapsho
                            redact=r["redact"])
         for r in role_rows
     }
+    indexes: dict[str, list[dict[str, Any]]] = {}
+    for row in (await conn.execute(select(t.table_indexes).where(
+            t.table_indexes.c.app_uid == app_uid).order_by(t.table_indexes.c.name))).mappings():
+        indexes.setdefault(row["table_name"], []).append({"name": row["name"], **row["spec"]})
     return AppSnapshot(app["uid"], app["name"], app["version"], dict(app["settings"]), tables,
-                       roles, build_enforcer(roles))
+                       roles, build_enforcer(roles), indexes=indexes)

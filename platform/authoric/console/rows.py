@@ -10,12 +10,13 @@ and the columns given, never their values.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import and_, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.schema import CompiledTable
@@ -68,6 +69,7 @@ class AdminListQuery:
     limit: str | None
     after: str | None
     org: uuid.UUID | None
+    count: str | None = None  # `exact`, `estimate` (the planner's row estimate), or None
 
 
 async def find_org(conn: AsyncConnection, app_uid: uuid.UUID, ref: str) -> uuid.UUID | None:
@@ -111,6 +113,7 @@ async def list_rows(conn: AsyncConnection, target: AdminTable,
     where = [table.live(), compile_filter(query.filter, FilterScope(fields))]
     if query.org is not None:
         where.append(table.table.c.org_uid == query.org)
+    counted = select(func.count().label("total")).select_from(table.table).where(and_(*where))
     if query.after:
         where.append(cursor_clause(ordering, decode_cursor(ordering, query.after),
                                    table.table.c.uid))
@@ -118,8 +121,30 @@ async def list_rows(conn: AsyncConnection, target: AdminTable,
             .order_by(*ordering.order_by(table.table.c.uid)).limit(limit + 1))
     rows = (await conn.execute(stmt)).mappings().all()
     page = rows[:limit]
-    return {"items": [target.row_json(r) for r in page],
-            "next": encode_cursor(ordering, page[-1]) if len(rows) > limit else None}
+    found: dict[str, Any] = {
+        "items": [target.row_json(r) for r in page],
+        "next": encode_cursor(ordering, page[-1]) if len(rows) > limit else None}
+    if query.count == "exact":
+        found["total"] = int((await conn.execute(counted)).scalar_one())
+    elif query.count == "estimate":
+        found["total"], found["estimated"] = await estimated_rows(conn, counted), True
+    return found
+
+
+async def estimated_rows(conn: AsyncConnection, counted: Any) -> int:
+    """The planner's estimate of the rows a count would count (what PostgREST's
+    `count=estimated` and Supabase Studio show): no row is read, so it costs the same at 1M
+    rows as at 10, and may be off by the statistics' error. Only the operator gets it: the
+    statistics describe the whole table, every org together."""
+    inner = counted.get_final_froms()[0]
+    rows = select(inner.c.uid).where(counted.whereclause)
+    compiled = rows.compile(dialect=conn.dialect)
+    args = tuple(compiled.construct_params()[name] for name in compiled.positiontup or ())
+    result = await conn.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {compiled.string}", args)
+    plan = result.scalar_one()
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return int(plan[0]["Plan"]["Plan Rows"])
 
 
 async def _live_row(conn: AsyncConnection, target: AdminTable, uid: uuid.UUID) -> Any:

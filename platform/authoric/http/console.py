@@ -26,6 +26,7 @@ from authoric.http.admin_audit import audited_by_route
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import services
 from authoric.http.edge import CSV, RESERVED_PARAMS, json_body, query_filter, require_media
+from authoric.plan.request import parse_count
 from authoric.records import csv_import
 
 router = APIRouter(prefix="/admin/apps/{app}", tags=["console"],
@@ -58,7 +59,8 @@ async def list_rows(request: Request, app: str, table: str) -> dict[str, Any]:
         org = await rows.org_filter(conn, target.app_uid, q.get("org"))
         query = AdminListQuery(query_filter(q.multi_items(), q.get("filter"),
                                             ADMIN_LIST_PARAMS).get(), q.get("order"),
-                               q.get("limit"), q.get("after"), org)
+                               q.get("limit"), q.get("after"), org,
+                               parse_count(q.get("count")))
         return await rows.list_rows(conn, target, query)
 
 

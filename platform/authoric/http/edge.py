@@ -25,11 +25,14 @@ from authoric.plan.request import (
     checked_filter,
     checked_page,
     checked_uid,
+    parse_count,
+    parse_expand,
 )
 
 JSON, CSV = "application/json", "text/csv"
 # Query parameters of a list that are not filter terms.
-RESERVED_PARAMS = frozenset({"order", "limit", "after", "filter", "lastEventId"})
+RESERVED_PARAMS = frozenset({"order", "limit", "after", "filter", "lastEventId", "count",
+                             "expand"})
 
 
 def media_type(header: str | None) -> str:
@@ -107,6 +110,10 @@ def table_request(request: Request, operation: Operation, path: Mapping[str, str
     if operation in ("list", "export", "update_where", "delete_where"):
         parsed = replace(parsed, filter=query_filter(q.multi_items(), q.get("filter"), reserved),
                          page=checked_page(q.get("order"), q.get("limit"), q.get("after")))
+    if operation == "list":
+        parsed = replace(parsed, count=Checked.of(lambda: parse_count(q.get("count")), None))
+    if operation in ("read", "list", "create", "update"):
+        parsed = replace(parsed, expand=Checked.of(lambda: parse_expand(q.get("expand")), ()))
     if raw is not None:
         parsed = replace(parsed, body=Checked.of(lambda: json_value(content_type, raw), None))
     if operation == "import":

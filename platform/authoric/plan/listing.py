@@ -34,16 +34,14 @@ class Ordering:
         return [col.asc().nulls_last(), uid.asc()]
 
 
-def parse_limit(raw: str | None) -> int:
+def parse_limit(raw: str | None, default: int = DEFAULT_LIMIT, maximum: int = MAX_LIMIT) -> int:
+    """A page size from the query string: ASCII digits only (`"²".isdigit()` is true, and
+    `int()` refuses it), from 1 to `maximum`; every list of rows or admin records reads it here."""
     if raw is None:
-        return DEFAULT_LIMIT
-    try:
-        limit = int(raw)
-    except ValueError as exc:
-        raise BadRequest("limit must be an integer from 1 to 1000", {"limit": raw}) from exc
-    if not 1 <= limit <= MAX_LIMIT:
-        raise BadRequest("limit must be an integer from 1 to 1000", {"limit": raw})
-    return limit
+        return default
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 9 and 1 <= int(raw) <= maximum):
+        raise BadRequest(f"limit must be an integer from 1 to {maximum}", {"limit": raw})
+    return int(raw)
 
 
 def parse_order(raw: str | None, fields: dict[str, FieldRef], hidden: frozenset[str]) -> Ordering:

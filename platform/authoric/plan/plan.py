@@ -16,7 +16,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Integer, and_, false, func, literal, literal_column, select, true
+from sqlalchemy import Integer, and_, any_, false, func, literal, literal_column, select, true
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -132,6 +133,15 @@ class Plan:
         return Shaped(key, params, lambda: guarded_select(
             guard, self.select_page(page, ordering, after), order)), ordering
 
+    def read_many(self, uids: list[uuid.UUID]) -> Shaped:
+        """The rows among `uids` the plan covers (an expanded reference: one statement for a
+        whole page's references, its uids bound as one array)."""
+        c = self.table.table.c
+        wanted = named("B_uids", uids, ARRAY(c.uid.type))
+        return Shaped(self.shape_key("many", None), {**self.params(None), "B_uids": uids},
+                      lambda: select(self.table.table).where(and_(c.uid == any_(wanted),
+                                                                  self.where())))
+
     def select_one(self, uid: uuid.UUID) -> Any:
         c = self.table.table.c
         return select(self.table.table).where(and_(c.uid == named("B_uid", uid, c.uid.type),
@@ -152,6 +162,11 @@ class Plan:
         ordering = self.ordering(order)
         return (select(self.table.table).where(self.where())
                 .order_by(*ordering.order_by(self.table.table.c.uid)))
+
+    def count_rows(self) -> Any:
+        """How many rows the plan covers (`?count=exact`): the governed clause and filter."""
+        return select(func.count().label("total")).select_from(self.table.table).where(
+            self.where())
 
     # ---------------------------------------------------------------- writes
 

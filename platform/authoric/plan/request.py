@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
-from authoric.errors import AuthoricError, NotFound
+from authoric.errors import AuthoricError, BadRequest, NotFound
 from authoric.plan.filters import EVERYTHING, Node, parse_filter
 from authoric.plan.listing import parse_limit
 from authoric.plan.plan import Page
@@ -81,6 +81,38 @@ def checked_filter(document: Any) -> Checked[Node]:
     return Checked.of(lambda: parse_filter(document), EVERYTHING)
 
 
+COUNTS = ("exact", "estimate")
+MAX_EXPAND_PATHS, MAX_EXPAND_DEPTH = 10, 2
+ExpandPaths = tuple[tuple[str, ...], ...]
+
+
+def parse_count(raw: str | None) -> str | None:
+    """`?count=exact` (or `estimate`); None when absent; 400 for anything else."""
+    if raw is None:
+        return None
+    if raw not in COUNTS:
+        raise BadRequest("count takes exact or estimate", {"count": raw})
+    return raw
+
+
+def parse_expand(raw: str | None) -> ExpandPaths:
+    """`?expand=vendor,vendor.country`: reference names, dotted up to two levels. The names
+    are checked against the tables by the plan (records/expand.py); here only the shape."""
+    if raw is None:
+        return ()
+    paths: list[tuple[str, ...]] = []
+    for item in raw.split(","):
+        path = tuple(item.strip().split("."))
+        if not all(path) or len(path) > MAX_EXPAND_DEPTH:
+            raise BadRequest(f"expand takes reference names, dotted up to {MAX_EXPAND_DEPTH} "
+                             "levels", {"expand": raw})
+        if path not in paths:
+            paths.append(path)
+    if len(paths) > MAX_EXPAND_PATHS:
+        raise BadRequest(f"expand names at most {MAX_EXPAND_PATHS} paths", {"expand": raw})
+    return tuple(paths)
+
+
 def checked_page(order: str | None, limit: str | int | None, after: str | None) -> Checked[Page]:
     raw = None if limit is None else str(limit)
     return Checked.of(lambda: Page(order, parse_limit(raw), after), Page())
@@ -98,6 +130,8 @@ class TableRequest:
     page: Checked[Page] = field(default_factory=lambda: ok(Page()))
     body: Checked[Any] = field(default_factory=lambda: ok(None))  # the JSON the caller sent
     media: Checked[None] = field(default_factory=lambda: ok(None))  # 415 for a wrong type
+    count: Checked[str | None] = field(default_factory=lambda: ok(None))  # `?count=`
+    expand: Checked[ExpandPaths] = field(default_factory=lambda: ok(()))  # `?expand=`
 
     @property
     def action(self) -> str:

@@ -31,12 +31,14 @@ from typing import Any, Literal, Protocol
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.catalog.snapshot import AppSnapshot
+from authoric.errors import BadRequest
 from authoric.plan.access import Access, admit
 from authoric.plan.request import TableRequest
 from authoric.plan.runner import ConnectionExecutor, Executor
 from authoric.policy.principal import Principal
 from authoric.records import bulk, csv_export, csv_import, reads, writes
 from authoric.records.csv_fast import Spool
+from authoric.records.expand import expand_rows, expansion_tree
 from authoric.records.values import bulk_set_values, column_values
 
 Strategy = Literal["statement", "transaction"]
@@ -108,6 +110,24 @@ async def execute(caller: Caller, request: TableRequest,
     order), the plan, and its statement(s). The answer is the operation's: a row, a page,
     None for a delete, a count, or the CSV bytes of an export. `chunks` is an import's body."""
     access = admitted(caller, request)
+    tree = expansion_tree(access, request.expand.get())
+    count = request.count.get()
+    if count == "estimate":
+        raise BadRequest("count=estimate is the operator's (the console's rows); members "
+                         "count exactly", {"count": count})
+    result = await _run(caller, access, request, chunks)
+    if tree:
+        shown = result["items"] if request.operation == "list" else [result]
+        # A writer who may not read the row gets {"uid"} alone: nothing to expand.
+        await expand_rows(caller, access.snapshot, access.table,
+                          [r for r in shown if len(r) > 1], tree)
+    if count is not None:
+        result["total"] = await reads.count_rows(caller.ex, access, request.filter.get())
+    return result
+
+
+async def _run(caller: Caller, access: Access, request: TableRequest,
+               chunks: AsyncIterator[bytes] | Spool | None) -> Any:
     op = request.operation
     if strategy(access, request, caller.at_once) == "statement":
         return await _at_once(caller, access, request)

@@ -35,3 +35,10 @@ async def list_page(ex: Executor, access: Access, filter_tree: Node = EVERYTHING
         "items": [access.table.row_json(r, access.decision.redacted) for r in shown],
         "next": encode_cursor(ordering, shown[-1]) if len(rows) > page.limit else None,
     }
+
+
+async def count_rows(ex: Executor, access: Access, filter_tree: Node = EVERYTHING) -> int:
+    """`?count=exact`: how many rows the caller may see that match the filter (page aside),
+    on the same governed clause as the page."""
+    rows = await ex.fetch(Plan(access, filter_tree).count_rows(), retry=True)
+    return int(rows[0]["total"])

@@ -20,6 +20,7 @@ from authoric.db import tables as t
 from authoric.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from authoric.plan.fields import table_fields
 from authoric.plan.filters import FilterScope, compile_filter
+from authoric.plan.listing import parse_limit
 from authoric.policy.roles import RoleDef, check_role
 from authoric.tenancy.models import Membership, NewOrg, NewUser
 
@@ -143,20 +144,12 @@ async def delete_member(conn: AsyncConnection, app_ref: str, org_ref: str, user_
 MEMBERS_DEFAULT_LIMIT, MEMBERS_MAX_LIMIT = 50, 1000
 
 
-def _page_size(raw: str | None) -> int:
-    if raw is None:
-        return MEMBERS_DEFAULT_LIMIT
-    if not raw.isdigit() or not 1 <= int(raw) <= MEMBERS_MAX_LIMIT:
-        raise BadRequest(f"limit must be an integer from 1 to {MEMBERS_MAX_LIMIT}", {"limit": raw})
-    return int(raw)
-
-
 async def list_members(conn: AsyncConnection, app_ref: str, org_ref: str, limit: str | None,
                        after: str | None) -> dict[str, Any]:
     """A page of the org's members by user uid; the cursor is the last user uid of the page."""
     app = await find_app(conn, app_ref)
     org = await _org(conn, app["uid"], org_ref)
-    size = _page_size(limit)
+    size = parse_limit(limit, MEMBERS_DEFAULT_LIMIT, MEMBERS_MAX_LIMIT)
     where = [t.members.c.org_uid == org.uid]
     if after is not None:
         try:
