@@ -108,6 +108,17 @@ def test_policies_redaction_indexes_and_display_column_follow_a_rename(
     expect(reader.get(f"{world.rows('invoices')}/{draft['uid']}"), 404, "NOT_FOUND")
 
 
+def test_renaming_a_text_column_leaves_a_policy_on_its_uid_named_neighbour_alone(
+        world: AppWorld) -> None:
+    world.table("cards", [{"name": "foo", "type": "text"}, {"name": "foo_uid", "type": "text"},
+                          {"name": "bar_uid", "type": "text"}])
+    policy = {"cards": {"foo_uid": {"eq": {"$principal": "uid"}}}}
+    world.role("holder", ["cards:read"], row_policies=policy)
+    expect(world.admin.patch(f"{world.base}/tables/cards",
+                             json={"renameColumns": {"foo": "bar"}}), 200)
+    assert expect(world.admin.get(f"{world.base}/roles/holder"), 200)["rowPolicies"] == policy
+
+
 def test_a_delete_logged_before_a_rename_is_still_judged_for_a_resuming_stream(
         invoices: tuple[AppWorld, Caller], server: ServerProcess) -> None:
     world, clerk = invoices

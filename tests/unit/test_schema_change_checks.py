@@ -66,7 +66,8 @@ def test_a_row_policy_follows_a_rename_in_every_branch_and_only_in_column_positi
     policy = {"and": [{"number": {"eq": "number"}}, {"or": [{"vendor_uid": {"is_null": True}},
                                                             {"not": {"vendor": "x"}}]},
                       {"amount": {"gt": "1"}}]}
-    assert renamed_filter(policy, {"number": "ref", "vendor": "supplier"}) == {
+    assert renamed_filter(policy, {"number": "ref", "vendor": "supplier"},
+                          frozenset({"vendor"})) == {
         "and": [{"ref": {"eq": "number"}}, {"or": [{"supplier_uid": {"is_null": True}},
                                                    {"not": {"supplier": "x"}}]},
                 {"amount": {"gt": "1"}}]}

@@ -76,25 +76,27 @@ def check_renames(definition: TableDef, renames: dict[str, str]) -> None:
             raise Conflict(f"column name {new!r} is taken", {"column": new})
 
 
-def renamed_filter(node: Any, renames: dict[str, str]) -> Any:
-    """A filter document (row policy) with its column names renamed; values untouched."""
+def renamed_filter(node: Any, renames: dict[str, str], references: frozenset[str]) -> Any:
+    """A filter document (row policy) with its column names renamed; values untouched.
+    `references` are the table's reference columns (old names): only their `x_uid` keys
+    follow `x`; a text column that happens to be named `x_uid` stays put."""
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key in ("and", "or") and isinstance(value, list):
-            out[key] = [renamed_filter(v, renames) for v in value]
+            out[key] = [renamed_filter(v, renames, references) for v in value]
         elif key == "not":
-            out[key] = renamed_filter(value, renames)
+            out[key] = renamed_filter(value, renames, references)
         else:
-            out[_renamed_key(key, renames)] = value
+            out[_renamed_key(key, renames, references)] = value
     return out
 
 
-def _renamed_key(key: str, renames: dict[str, str]) -> str:
+def _renamed_key(key: str, renames: dict[str, str], references: frozenset[str]) -> str:
     if key in renames:
         return renames[key]
-    if key.endswith("_uid") and key[:-4] in renames:
+    if key.endswith("_uid") and key[:-4] in renames and key[:-4] in references:
         return f"{renames[key[:-4]]}_uid"
     return key
 
@@ -106,6 +108,8 @@ async def rename_columns(conn: AsyncConnection, app_uid: uuid.UUID, definition: 
     no row is rewritten."""
     schema, table = schema_name(app_uid), definition.name
     target = f"{_q(schema)}.{_q(table)}"
+    references = frozenset(c.name for c in definition.columns
+                           if column_type(c.type).is_reference)
     # Through temporary names, so that swapping two columns' names works.
     temporary = {old: f"_rename_{i}_{uuid.uuid4().hex[:8]}" for i, old in enumerate(renames)}
     for old, tmp in temporary.items():
@@ -119,7 +123,7 @@ async def rename_columns(conn: AsyncConnection, app_uid: uuid.UUID, definition: 
             column.name = renames[column.name]
     if definition.display_column in renames:
         definition.display_column = renames[definition.display_column]
-    await _rename_in_roles(conn, app_uid, table, renames)
+    await _rename_in_roles(conn, app_uid, table, renames, references)
     await _rename_in_log(conn, app_uid, table, renames)
 
 
@@ -143,13 +147,13 @@ async def _rename_derived(conn: AsyncConnection, schema: str, definition: TableD
 
 
 async def _rename_in_roles(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
-                           renames: dict[str, str]) -> None:
+                           renames: dict[str, str], references: frozenset[str]) -> None:
     rows = (await conn.execute(select(t.roles).where(t.roles.c.app_uid == app_uid)
                                .with_for_update())).all()
     for row in rows:
         policies, redact = dict(row.row_policies), dict(row.redact)
         if table in policies:
-            policies[table] = renamed_filter(policies[table], renames)
+            policies[table] = renamed_filter(policies[table], renames, references)
         if table in redact:
             redact[table] = [renames.get(c, c) for c in redact[table]]
         if policies != row.row_policies or redact != row.redact:
