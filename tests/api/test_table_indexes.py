@@ -120,6 +120,23 @@ def test_a_unique_index_over_duplicates_fails_listing_every_duplicate_and_leaves
     assert settled(world, "invoices", "number_once")["state"] == "ready"
 
 
+def test_a_column_named_n_gets_its_duplicates_listed_by_a_unique_index_and_a_unique_change(
+        world: AppWorld) -> None:
+    world.table("tickets", [{"name": "n", "type": "text"}])
+    world.role("clerk", ["tickets:*"])
+    clerk = world.caller(world.org("North"), ["clerk"])
+    dupes = sorted(expect(clerk.post(world.rows("tickets"), json={"n": "7"}), 201)["uid"]
+                   for _ in range(2))
+    expect(world.admin.put(f"{world.base}/tables/tickets/indexes/by_n",
+                           json={"columns": ["n"], "unique": True}), 202)
+    failed = settled(world, "tickets", "by_n")
+    assert failed["state"] == "failed" and failed["error"]["code"] == "CONFLICT"
+    assert sorted(r["uid"] for r in failed["error"]["details"]["rows"]) == dupes
+    refused = expect(world.admin.patch(f"{world.base}/tables/tickets", json={
+        "alterColumns": [{"name": "n", "unique": True}]}), 422, "VALIDATION_FAILED")
+    assert sorted(r["uid"] for r in refused["error"]["details"]["rows"]) == dupes
+
+
 def test_a_search_index_is_gin_over_the_accent_folded_search_expression(
         invoices: tuple[AppWorld, Caller, Caller], database_url: str) -> None:
     world, north, _ = invoices

@@ -197,8 +197,8 @@ async def _alter_columns(conn: AsyncConnection, app_uid: uuid.UUID, definition: 
     names = [a.name for a in change.alter_columns]
     if len(set(names)) != len(names):
         raise ValidationFailed("a column is altered twice", {"columns": names})
-    searched = {c for i in await indexes.list_indexes(conn, app_uid, definition.name)
-                if i["kind"] == "search" for c in i["columns"]}
+    searched = indexes.searched_columns(
+        await indexes.list_indexes(conn, app_uid, definition.name))
     pairs = [(definition.column(a.name), schema_change.altered(definition, a, searched))
              for a in change.alter_columns]
     # Rows written between the check and the change could escape the check: writes wait

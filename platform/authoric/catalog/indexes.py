@@ -282,20 +282,27 @@ class IndexBuilder:
         spec = IndexSpec.model_validate(row.spec)
         drop = (f'DROP INDEX CONCURRENTLY IF EXISTS "{schema_name(app_uid)}".'
                 f'"{physical_name(table, name)}"')
-        error: dict[str, Any] | None = None
-        await conn.execute(text("SET statement_timeout = 0"))
+        # Whatever goes wrong (even while reporting a failure) ends in a recorded state and
+        # no builder pid: a pooled connection's pid would otherwise look like a live build.
+        built, error = False, {"code": "INTERNAL", "details": {},
+                               "message": "the index could not be built"}
         try:
-            await conn.execute(text(drop))  # a half-built one left by an interrupted build
-            await conn.execute(text(create_statement(app_uid, definition, name, spec)))
-        except DBAPIError as exc:
-            await conn.execute(text(drop))
-            error = await _failure(conn, app_uid, definition, spec, exc)
+            await conn.execute(text("SET statement_timeout = 0"))
+            try:
+                await conn.execute(text(drop))  # a half-built one left by an interrupted build
+                await conn.execute(text(create_statement(app_uid, definition, name, spec)))
+                built = True
+            except DBAPIError as exc:
+                await conn.execute(text(drop))
+                error = await _failure(conn, app_uid, definition, spec, exc)
+            finally:
+                await conn.execute(text("RESET statement_timeout"))
         finally:
-            await conn.execute(text("RESET statement_timeout"))
-        done = await conn.execute(update(t.table_indexes).where(
-            _where(app_uid, table, name), t.table_indexes.c.builder_pid == pid,
-        ).values(state=FAILED if error else READY, error=error, builder_pid=None))
-        if not done.rowcount and error is None:
+            done = await conn.execute(update(t.table_indexes).where(
+                _where(app_uid, table, name), t.table_indexes.c.builder_pid == pid,
+            ).values(state=READY if built else FAILED, error=None if built else error,
+                     builder_pid=None))
+        if not done.rowcount and built:
             await conn.execute(text(drop))  # deleted (or replaced) while it was building
 
 
@@ -324,9 +331,11 @@ async def duplicate_rows(conn: AsyncConnection, app_uid: uuid.UUID, definition: 
     cols = ", ".join(f'"{c}"' for c in physical)
     live = "deleted_at IS NULL AND " if definition.soft_delete else ""
     not_null = " AND ".join(f'"{c}" IS NOT NULL' for c in physical)
+    # `_dup_n`: no column can be named so (names start with a letter).
     query = (f"SELECT uid FROM (SELECT uid, org_uid, {cols}, count(*) OVER "
-             f"(PARTITION BY org_uid, {cols}) AS n FROM {target} WHERE {live}{not_null}) d "
-             f"WHERE n > 1 ORDER BY org_uid, {cols}, uid LIMIT {MAX_LISTED_ROWS}")
+             f"(PARTITION BY org_uid, {cols}) AS _dup_n FROM {target} "
+             f"WHERE {live}{not_null}) d "
+             f"WHERE _dup_n > 1 ORDER BY org_uid, {cols}, uid LIMIT {MAX_LISTED_ROWS}")
     column = ",".join(c.lstrip("-") for c in spec_columns)
     uids = (await conn.execute(text(query))).scalars()
     return [{"uid": str(u), "column": column,
