@@ -7,6 +7,8 @@ org, a writer who may not read, and callers on tables with operations switched o
 from __future__ import annotations
 
 import json
+import random
+import string
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -559,3 +561,15 @@ def test_member_gets_404_for_a_table_or_app_that_does_not_exist(
     expect(writer.post(world.rows("ghost"), json={"body": "x"}), 404, "NOT_FOUND")
     expect(writer.get(f"{world.rows('ghost')}/{uuid.uuid4()}"), 404, "NOT_FOUND")
     expect(writer.get("/no_such_app_y/autocrud/notes"), 404, "NOT_FOUND")
+
+
+def test_a_value_too_long_for_a_unique_column_is_a_422_not_a_500(world: AppWorld) -> None:
+    world.table("codes", [{"name": "code", "type": "text", "unique": True}])
+    world.role("clerk", ["codes:*"])
+    clerk = world.caller(world.org("North"), ["clerk"])
+    rng = random.Random(9000)  # random, so PostgreSQL cannot compress it under the index limit
+    code = "".join(rng.choices(string.ascii_letters + string.digits, k=9000))
+    refused = expect(clerk.post(world.rows("codes"), json={"code": code}), 422,
+                     "VALIDATION_FAILED")
+    assert "too large" in refused["error"]["message"]
+    assert expect(clerk.get(world.rows("codes")), 200)["items"] == []

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import string
 import time
 
 import pytest
@@ -83,3 +85,14 @@ def test_a_search_index_gives_the_same_answers(
         time.sleep(0.1)
     assert expect(world.admin.get(url), 200)["state"] == "ready"
     assert {q: found(world, clerk, q) for q in before} == before
+
+
+def test_a_value_too_long_to_search_is_a_422_not_a_500(
+        notes: tuple[AppWorld, Caller, dict[str, str]]) -> None:
+    world, clerk, _ = notes
+    rng = random.Random(54000)
+    words = " ".join("".join(rng.choices(string.ascii_lowercase, k=6)) for _ in range(110_000))
+    expect(clerk.post(world.rows("invoices"), json={"notes": words}), 201)
+    refused = expect(clerk.get(world.rows("invoices"), params={"notes[search]": "late"}), 422,
+                     "VALIDATION_FAILED")
+    assert "too large" in refused["error"]["message"]

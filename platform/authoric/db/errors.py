@@ -28,6 +28,9 @@ def translate(exc: DBAPIError) -> AuthoricError:
     if state in ("57014", "55P03", "40P01", "40001"):
         return ServiceUnavailable("the database gave up on this request; retry it",
                                   {"reason": "timeout_or_conflict"}, {"Retry-After": "1"})
+    if state == "54000":  # program_limit_exceeded: a value too long to index or search
+        return ValidationFailed("a value is too large to index or search; shorten it",
+                                {"reason": "program_limit_exceeded"})
     if state.startswith("22") or state.startswith("23"):
         return ValidationFailed("a value does not fit its column", {"reason": state})
     if state.startswith("08") or state.startswith("57P"):
