@@ -15,7 +15,8 @@ import pytest
 from tests.scenario import AppWorld, Caller, expect, unique
 from tests.servers import ServerProcess
 
-RESERVED = ["uid", "order", "limit", "after", "filter", "lastEventId", "subscribe", "import"]
+RESERVED = ["uid", "order", "limit", "after", "filter", "lastEventId", "subscribe", "import",
+            "expand", "count"]
 
 
 @pytest.fixture(autouse=True)

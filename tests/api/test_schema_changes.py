@@ -69,7 +69,7 @@ def test_two_columns_can_swap_names_in_one_rename(invoices: tuple[AppWorld, Call
 @pytest.mark.parametrize(("renames", "status"), [
     ({"nope": "x"}, 422), ({"number": "Bad Name"}, 422), ({"number": "uid"}, 422),
     ({"number": "status"}, 409), ({"number": "vendor_uid"}, 409),
-    ({"number": "x", "status": "x"}, 422),
+    ({"number": "x", "status": "x"}, 422), ({"number": "count"}, 422), ({"number": "expand"}, 422),
 ])
 def test_a_rename_that_cannot_be_changes_nothing(invoices: tuple[AppWorld, Caller],
                                                   renames: dict[str, str], status: int) -> None:
