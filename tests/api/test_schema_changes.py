@@ -119,6 +119,26 @@ def test_renaming_a_text_column_leaves_a_policy_on_its_uid_named_neighbour_alone
     assert expect(world.admin.get(f"{world.base}/roles/holder"), 200)["rowPolicies"] == policy
 
 
+def test_dropping_a_redacted_column_takes_it_out_of_redaction_but_a_policy_on_it_refuses(
+        invoices: tuple[AppWorld, Caller]) -> None:
+    world, _ = invoices
+    world.role("reader", ["invoices:read"], redact={"invoices": ["amount", "number"]})
+    world.role("guarded", ["invoices:read"],
+               row_policies={"invoices": {"or": [{"status": {"eq": "paid"}},
+                                                 {"vendor_uid": {"is_null": True}}]}})
+    patch(world, {"dropColumns": ["amount"]})
+    assert expect(world.admin.get(f"{world.base}/roles/reader"), 200)["redact"] == {
+        "invoices": ["number"]}
+    before = expect(world.admin.get(f"{world.base}/tables/invoices"), 200)
+    for column in ("status", "vendor"):
+        refused = patch(world, {"dropColumns": ["number", column]}, 422, "VALIDATION_FAILED")
+        assert refused["error"]["details"]["role"] == "guarded"
+        assert "guarded" in refused["error"]["message"]
+    assert expect(world.admin.get(f"{world.base}/tables/invoices"), 200) == before
+    assert expect(world.admin.get(f"{world.base}/roles/reader"), 200)["redact"] == {
+        "invoices": ["number"]}
+
+
 def test_a_delete_logged_before_a_rename_is_still_judged_for_a_resuming_stream(
         invoices: tuple[AppWorld, Caller], server: ServerProcess) -> None:
     world, clerk = invoices

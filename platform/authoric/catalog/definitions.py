@@ -147,6 +147,8 @@ async def patch_table(conn: AsyncConnection, app_ref: str, name: str,
     for column_name in dropped:
         if definition.column(column_name) is None:
             raise ValidationFailed(f"no column {column_name!r}", {"column": column_name})
+    if dropped:
+        await schema_change.drop_from_roles(conn, app_uid, definition, dropped)
     definition.columns = [c for c in definition.columns if c.name not in dropped]
     if definition.display_column in dropped:
         definition.display_column = None

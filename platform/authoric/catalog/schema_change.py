@@ -162,6 +162,51 @@ async def _rename_in_roles(conn: AsyncConnection, app_uid: uuid.UUID, table: str
             ).values(row_policies=policies, redact=redact))
 
 
+def policy_columns(node: Any) -> set[str]:
+    """The column keys a filter document (row policy) names, in every branch."""
+    if not isinstance(node, dict):
+        return set()
+    found: set[str] = set()
+    for key, value in node.items():
+        if key in ("and", "or") and isinstance(value, list):
+            for branch in value:
+                found |= policy_columns(branch)
+        elif key == "not":
+            found |= policy_columns(value)
+        else:
+            found.add(key)
+    return found
+
+
+async def drop_from_roles(conn: AsyncConnection, app_uid: uuid.UUID, definition: TableDef,
+                          dropped: list[str]) -> None:
+    """Dropped columns leave the roles' redaction lists. A row policy naming one refuses the
+    drop (422 naming the role): removing the condition would silently widen access."""
+    table = definition.name
+    names = set(dropped) | {f"{c.name}_uid" for c in definition.columns
+                            if c.name in dropped and column_type(c.type).is_reference}
+    rows = (await conn.execute(select(t.roles).where(t.roles.c.app_uid == app_uid)
+                               .order_by(t.roles.c.name).with_for_update())).all()
+    for row in rows:
+        named = sorted(policy_columns(row.row_policies.get(table)) & names)
+        if named:
+            raise ValidationFailed(
+                f"role {row.name!r} has a row policy on {table!r} naming {', '.join(named)}: "
+                "change that policy before dropping the column",
+                {"role": row.name, "table": table, "columns": named})
+    for row in rows:
+        redact = dict(row.redact)
+        if not set(redact.get(table, [])) & set(dropped):
+            continue
+        kept = [c for c in redact[table] if c not in dropped]
+        if kept:
+            redact[table] = kept
+        else:
+            del redact[table]
+        await conn.execute(update(t.roles).where(
+            t.roles.c.app_uid == app_uid, t.roles.c.name == row.name).values(redact=redact))
+
+
 async def _rename_in_log(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
                          renames: dict[str, str]) -> None:
     """Old images of deletes are read back as rows of the table: their keys follow."""
