@@ -236,3 +236,15 @@ def test_commit_order_holds_with_sql_and_platform_writers_interleaved(captured: 
                                  last_event_id=str(middle))
     tail = [i for i in ids if i > middle]
     resumed.wait_until(lambda fs: [f.pos for f in fs if f.is_change][:len(tail)] == tail)
+
+
+def test_a_sql_truncate_sends_a_resync_to_every_org(captured: Captured) -> None:
+    w = captured.world
+    mine = captured.subscribe(w.caller(captured.org, ["auditor"]))
+    theirs = captured.subscribe(w.caller(captured.other_org, ["auditor"]))
+    captured.sql_insert(captured.org)
+    captured.sql(f"TRUNCATE {captured.sql_name}")
+    for stream in (mine, theirs):
+        resync = stream.wait_for(lambda f: f.event == "resync")
+        assert resync.data == {"reason": "bulk_change", "table": "invoices"}
+    assert expect(captured.clerk.get(w.rows("invoices")), 200)["items"] == []

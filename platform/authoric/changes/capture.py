@@ -5,9 +5,10 @@ change (the sequencer stamps them in commit order).
 How (the trade-off against logical decoding is measured in docs/realtime.md):
 - three statement-level AFTER triggers per captured table (INSERT, UPDATE, DELETE; a trigger
   with transition tables takes one event), calling `authoric.capture_sql_writes()` (migration
-  0006) with the app uid, the table name and whether it soft-deletes;
+  0007) with the app uid, the table name and whether it soft-deletes;
 - the function files one change per row (a delete with its old image, so it is judged as it
   stood); a statement touching more than 1,000 rows files one `bulk` change per org instead;
+- a fourth, AFTER TRUNCATE, files one `bulk` change per org of the app (migration 0009);
 - the platform's own connections carry `authoric.platform_write = on` (db/engine.py), and
   the function returns at once for them: a platform write filed its change itself, in the
   same statement, and is never filed twice;
@@ -51,6 +52,12 @@ def capture_ddl(app_uid: uuid.UUID, table: str, soft_delete: bool, on: bool) -> 
                 f"REFERENCING {REFERENCING[short]} FOR EACH STATEMENT EXECUTE FUNCTION "
                 f"authoric.capture_sql_writes('{app_uid}', '{table}', "
                 f"'{'soft' if soft_delete else 'hard'}')")
+    # TRUNCATE has no transition tables: every org of the app resyncs (migration 0009).
+    out.append(f"DROP TRIGGER IF EXISTS authoric_capture_trunc ON {target}")
+    if on:
+        out.append(f"CREATE TRIGGER authoric_capture_trunc AFTER TRUNCATE ON {target} "
+                   "FOR EACH STATEMENT EXECUTE FUNCTION "
+                   f"authoric.capture_sql_truncate('{app_uid}', '{table}')")
     return out
 
 
