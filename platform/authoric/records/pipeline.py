@@ -143,15 +143,24 @@ async def _run(caller: Caller, access: Access, request: TableRequest,
         return await _in_transaction(tx.ex, current, request)
 
 
-async def _at_once(caller: Caller, access: Access, request: TableRequest) -> Any:
-    ex, op = caller.ex, request.operation
+# Operations whose statement is the same alone or inside a transaction.
+_ONE_STATEMENT = frozenset({"read", "list", "create"})
+
+
+async def _one_statement(ex: Executor, access: Access, request: TableRequest) -> Any:
+    op = request.operation
     if op == "read":
         return await reads.read_one(ex, access, request.row_uid())
     if op == "list":
         return await reads.list_page(ex, access, request.filter.get(), request.page.get())
-    if op == "create":
-        body = request.body.get()
-        return await writes.create_row(ex, access, column_values(access.table, body, creating=True))
+    body = request.body.get()
+    return await writes.create_row(ex, access, column_values(access.table, body, creating=True))
+
+
+async def _at_once(caller: Caller, access: Access, request: TableRequest) -> Any:
+    ex, op = caller.ex, request.operation
+    if op in _ONE_STATEMENT:
+        return await _one_statement(ex, access, request)
     uid = request.row_uid()
     changes: dict[str, Any] | None = None
     if op == "update":
@@ -167,13 +176,8 @@ async def _at_once(caller: Caller, access: Access, request: TableRequest) -> Any
 
 async def _in_transaction(ex: ConnectionExecutor, access: Access, request: TableRequest) -> Any:
     op = request.operation
-    if op == "read":
-        return await reads.read_one(ex, access, request.row_uid())
-    if op == "list":
-        return await reads.list_page(ex, access, request.filter.get(), request.page.get())
-    if op == "create":
-        body = request.body.get()
-        return await writes.create_row(ex, access, column_values(access.table, body, creating=True))
+    if op in _ONE_STATEMENT:
+        return await _one_statement(ex, access, request)
     if op == "update":
         uid, body = request.row_uid(), request.body.get()
         return await writes.update_row(ex, access, uid,
