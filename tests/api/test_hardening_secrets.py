@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.scenario import AppWorld, expect
+from tests.sse import db_fetch
 from tests.servers import ADMIN_TOKEN, ServerProcess, free_port
 
 
@@ -44,18 +45,23 @@ def test_operator_starting_with_a_short_secret_gets_a_clear_refusal_and_a_failed
 
 
 def test_failed_statement_is_logged_without_the_row_values(
-        world: AppWorld, server: ServerProcess) -> None:
-    # A value too large for a btree index entry makes PostgreSQL refuse the insert with an
-    # error the server does not translate, so it logs the failed statement.
-    world.table("notes", [{"name": "body", "type": "text", "unique": True}])
+        world: AppWorld, server: ServerProcess, database_url: str) -> None:
+    # A trigger an operator added by hand raises an error the server does not translate
+    # (SQLSTATE P0001), so the server answers 500 and logs the failed statement.
+    created = world.table("notes", [{"name": "body", "type": "text"}])
+    db_fetch(database_url, "CREATE OR REPLACE FUNCTION public.refuse_notes() RETURNS trigger "
+             "LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the operator trigger'; "
+             "END $$")
+    db_fetch(database_url, f"CREATE TRIGGER refuse BEFORE INSERT ON {created['sqlName']} "
+             "FOR EACH ROW EXECUTE FUNCTION public.refuse_notes()")
     org = world.org("North")
     world.role("writer", ["notes:*"])
     member = world.caller(org, ["writer"])
-    marker = "SECRET" + secrets.token_urlsafe(6000)
+    marker = "SECRET" + secrets.token_urlsafe(60)
     before = len(server.log())
     response = member.post(world.rows("notes"), json={"body": marker})
     expect(response, 500, "INTERNAL")
     logged = server.log()[before:]
-    assert "index row" in logged, logged[:2000]  # the failure itself is logged...
+    assert "refused by the operator trigger" in logged, logged[:2000]  # the failure is logged...
     assert marker[:40] not in logged  # ...without the value that caused it
     assert "SECRET" not in logged

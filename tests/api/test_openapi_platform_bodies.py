@@ -157,15 +157,24 @@ def test_admin_gets_415_for_a_body_that_is_not_application_json_on_every_route(
         expect(response, 415, "UNSUPPORTED_MEDIA_TYPE")
 
 
-@pytest.mark.parametrize("raw", [b"{not json", b"", b"\xff\xfe\x00",
-                                 b"[" * 100_000 + b"]" * 100_000,
-                                 b'{"name": ' + b"[" * 1000 + b"]" * 1000 + b"}"])
-def test_admin_gets_400_for_bytes_that_are_not_json_or_nest_past_the_parser_on_every_route(
+@pytest.mark.parametrize("raw", [b"{not json", b"", b"\xff\xfe\x00"])
+def test_admin_gets_400_for_bytes_that_are_not_json_on_every_route(
         world: AppWorld, org_and_user: tuple[str, str], raw: bytes) -> None:
     for (method, _), url in _urls(world, *org_and_user).items():
         response = world.admin.request(method.upper(), url, content=raw,
                                        headers={"Content-Type": "application/json"})
         expect(response, 400, "BAD_REQUEST")
+
+
+@pytest.mark.parametrize("raw", [b"[" * 100_000 + b"]" * 100_000,
+                                 b'{"name": ' + b"[" * 1000 + b"]" * 1000 + b"}"])
+def test_admin_gets_422_for_json_nested_past_the_parser_on_every_route(
+        world: AppWorld, org_and_user: tuple[str, str], raw: bytes) -> None:
+    for (method, _), url in _urls(world, *org_and_user).items():
+        response = world.admin.request(method.upper(), url, content=raw,
+                                       headers={"Content-Type": "application/json"})
+        body = expect(response, 422, "VALIDATION_FAILED")
+        assert body["error"]["details"].get("reason") == "too_deep", (method, url, body)
 
 
 @pytest.mark.parametrize(("method", "path", "body", "field"), [

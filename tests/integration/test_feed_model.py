@@ -43,8 +43,9 @@ Then every frame of every stream is attributed, by its id, to the step whose pos
 A frame outside every step's positions (e.g. an old change sent to a stream opened later) fails.
 Each step makes at most one write, so no row is written twice between two deliveries.
 
-Users log in once per module (tokens stay valid across role and membership changes: roles are
-looked up per request and per event); each example starts from a clean app.
+Users log in once per module and again whenever a membership is created (tokens stay valid
+across role changes: roles are looked up per request and per event); each example starts from
+a clean app.
 
 Bounded: 8 examples of up to 15 steps, about 2 min on the loaded 2-core machine.
 

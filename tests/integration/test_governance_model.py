@@ -8,7 +8,9 @@ deletes roles (permissions incl. `{table}:*`, `*:action`, `*:*`; row policies in
 predicts 401 / 403 FORBIDDEN / 201 and the row the writer gets back). After every step an
 invariant asks, for every (user, org) principal and both tables, `GET /{app}/autocrud/{table}?limit=1000`
 and `GET .../{uid}` of every row of every org, and compares each answer with the model:
-- a principal whose membership is gone gets 401 (its token stays, its roles are looked up);
+- a principal whose membership is gone gets 401 (its roles are looked up per request), and a
+  token from before a membership stays 401 when the membership is re-created: the member
+  signs in again;
 - no role granting the action → 403 FORBIDDEN;
 - a row is visible iff it is in the principal's org and some role granting the action has
   no policy on the table or one the row matches (SQL three-valued: NULL never matches);
@@ -17,9 +19,9 @@ and `GET .../{uid}` of every row of every org, and compares each answer with the
   columns when none grants `read`);
 - no answer ever holds a row of another org (asserted on its own, before the comparison).
 
-Users log in once per module (argon2 is slow): the world makes each user a member of each
-org just long enough to get a token for it; tokens stay valid across role and membership
-changes because the server looks roles up per request. Each example starts from a clean app
+The world makes each user a member of each org just long enough to get a token for it;
+tokens stay valid across role changes because the server looks roles up per request, and a
+user signs in again each time a membership is created (a token names its membership). Each example starts from a clean app
 state (roles and memberships deleted, tables recreated).
 
 Manual check that the machine has teeth (done once, on a copy of the tree run with
@@ -384,6 +386,13 @@ class GovernanceMachine(RuleBasedStateMachine):
         body = expect(self.admin.put(f"{self.base}/orgs/{org}/members/{user['uid']}",
                                      json={"roles": roles}), 200)
         assert sorted(body["roles"]) == sorted(roles)
+        if (u, o) not in self.model.members:
+            # A new membership revives no token issued before it: the old one stays 401 and
+            # the member signs in again (as a re-added member would).
+            stale = self.world.tokens[(u, o)]
+            check(stale.get(f"/{self.world.app.name}/autocrud/things", params={"limit": 1}),
+                  Answer(401, "UNAUTHENTICATED"), f"a token of {(u, o)} from before the membership")
+            self.world.tokens[(u, o)] = self.world.app.login(user, org)
         self.model.members[(u, o)] = roles
 
     @precondition(lambda self: bool(self.model.members))
