@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.scenario import AppWorld, expect
-from tests.sse import db_fetch
 from tests.servers import ADMIN_TOKEN, ServerProcess, free_port
+from tests.sse import db_fetch
 
 
 def _serve(database_url: str, data_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:

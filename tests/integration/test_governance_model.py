@@ -21,8 +21,8 @@ and `GET .../{uid}` of every row of every org, and compares each answer with the
 
 The world makes each user a member of each org just long enough to get a token for it;
 tokens stay valid across role changes because the server looks roles up per request, and a
-user signs in again each time a membership is created (a token names its membership). Each example starts from a clean app
-state (roles and memberships deleted, tables recreated).
+user signs in again each time a membership is created (a token names its membership). Each
+example starts from a clean app state (roles and memberships deleted, tables recreated).
 
 Manual check that the machine has teeth (done once, on a copy of the tree run with
 PYTHONPATH pointing at it, so nobody else's server saw the weakened code; not committed):

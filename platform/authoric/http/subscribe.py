@@ -51,8 +51,7 @@ def table_names(raw: str | None) -> list[str]:
 
 
 async def event_stream(request: Request, req: StreamRequest) -> EventSourceResponse:
-    """Open the stream (429 over the per-user cap, this process's and the deployment's) and
-    answer with it."""
+    """Open the stream (429 over the deployment's per-user cap) and answer with it."""
     svc = services(request)
     assert svc.source is not None
     stream = Stream(svc.settings, svc.engine, svc.hub, svc.source, req)

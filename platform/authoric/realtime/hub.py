@@ -19,7 +19,7 @@ import heapq
 import logging
 import time
 import uuid
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -94,7 +94,6 @@ class Hub:
     def __init__(self, engine: AsyncEngine, snapshots: SnapshotCache) -> None:
         self.engine, self.snapshots = engine, snapshots
         self._apps: dict[uuid.UUID, _AppView] = {}
-        self._per_user: Counter[tuple[uuid.UUID, uuid.UUID | None]] = Counter()
         self.statements = 0  # judge statements issued, for benchmarks
         # Called with (stage, seconds) per change fanned out here: `read` (written → read by
         # the source), `judge` (read → judged); the metrics set it (observability/metrics.py).
@@ -108,30 +107,21 @@ class Hub:
         for name in sub.tables:
             view.subscribers[name].add(sub)
         view.groups.clear()
-        if sub.principal is not None:
-            self._per_user[_user(sub.principal)] += 1
 
     def remove(self, sub: Subscriber) -> None:
         """Unregister `sub` (idempotent)."""
         view = self._apps.get(sub.app_uid)
         if view is None:
             return
-        found = False
         view.groups.clear()
         for name in sub.tables:
             subs = view.subscribers.get(name)
             if subs is not None and sub in subs:
-                found = True
                 subs.discard(sub)
                 if not subs:
                     del view.subscribers[name]
         if not view.subscribers:
             del self._apps[sub.app_uid]
-        if found and sub.principal is not None:
-            key = _user(sub.principal)
-            self._per_user[key] -= 1
-            if self._per_user[key] <= 0:
-                del self._per_user[key]
 
     def empty(self) -> bool:
         """No stream of this process is registered."""
@@ -140,10 +130,6 @@ class Hub:
     def count(self) -> int:
         """Open streams of this process."""
         return len({s for v in self._apps.values() for g in v.subscribers.values() for s in g})
-
-    def streams_of(self, principal: Principal) -> int:
-        """Open streams of this user in this app, on this process."""
-        return self._per_user.get(_user(principal), 0)
 
     async def dispatch(self, changes: Sequence[Change], read_at: float = 0.0) -> None:
         """Fan out one batch (ascending positions) to this process's subscribers."""
@@ -299,12 +285,4 @@ class Hub:
         view = self._apps.pop(app_uid, None)
         for sub in {s for group in (view.subscribers.values() if view else ()) for s in group}:
             sub.close(reason)
-            if sub.principal is not None:
-                key = _user(sub.principal)
-                self._per_user[key] -= 1
-                if self._per_user[key] <= 0:
-                    del self._per_user[key]
 
-
-def _user(principal: Principal) -> tuple[uuid.UUID, uuid.UUID | None]:
-    return principal.app_uid, principal.user_uid

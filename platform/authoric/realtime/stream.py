@@ -22,7 +22,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
-from authoric.errors import TooManyRequests
 from authoric.policy.principal import Principal
 from authoric.realtime.hub import CLOSE, Hub, Subscriber
 from authoric.realtime.judge import Frame, ReadClass, frame, judge
@@ -33,7 +32,6 @@ from authoric.settings import Settings
 PING = b": ping\n\n"
 POSITION = re.compile(r"[0-9]{1,19}")  # ASCII digits only: "+5", "1_0", "٣" do not parse
 REPLAY_CHUNK = 500
-RETRY_AFTER_SECONDS = 30  # streams end when their clients go: a guess at "a little later"
 
 
 @dataclass
@@ -65,14 +63,9 @@ class Stream:
         self.written: list[float] = []
 
     def open(self) -> None:
-        """Register with the hub (429 over the per-user cap). Done before the response starts,
-        and before replaying, so nothing committed meanwhile falls between replay and live."""
-        principal = self.req.principal
-        cap = self.settings.sse_max_streams_per_user
-        if principal is not None and self.hub.streams_of(principal) >= cap:
-            raise TooManyRequests(
-                f"this user already has {cap} open streams on this server; close one first",
-                {"limit": cap}, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+        """Register with the hub. Done before the response starts, and before replaying, so
+        nothing committed meanwhile falls between replay and live. (The per-user cap is the
+        deployment's: realtime/stream_leases.py.)"""
         self.hub.add(self.sub, self.req.snapshot)
 
     def close(self) -> None:

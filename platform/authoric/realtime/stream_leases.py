@@ -7,7 +7,9 @@ last renewed:
 
 - opening a stream takes a lease in one short transaction (two statements): a per-user
   advisory lock, then one statement that deletes the user's expired leases, counts the live
-  ones and inserts the new one only under the cap (else 429);
+  ones and inserts the new one only under the cap; else 429, whose `Retry-After` is when the
+  first live lease lapses (at most 30 s), so a client whose streams died with a killed
+  process is back as soon as their leases lapse;
 - each process renews the leases of its open streams in one statement every third of the
   TTL, whatever the number of streams; events cost nothing;
 - closing a stream deletes its lease (one statement, in the background); a process that is
@@ -46,6 +48,13 @@ INSERT INTO authoric.stream_leases (id, app_uid, user_uid, process, expires_at)
 SELECT :id, :app, :user, :process, now() + make_interval(secs => :ttl)
 FROM live WHERE live.n < :cap
 RETURNING id
+""")
+# When the user's first live lease lapses (unless renewed): the earliest a slot can come free
+# without a close, so the 429's Retry-After for a killed process's streams is not a guess.
+_FIRST_LAPSE = text("""
+SELECT ceil(extract(epoch FROM min(expires_at) - now()))::int
+FROM authoric.stream_leases
+WHERE app_uid = :app AND user_uid = :user AND expires_at > now()
 """)
 _RENEW = text("UPDATE authoric.stream_leases SET expires_at = now() + make_interval(secs => :ttl) "
               "WHERE id = ANY(:ids)")
@@ -86,14 +95,20 @@ class StreamLeases:
         async with self.engine.begin() as conn:
             await conn.execute(_LOCK, {"key": f"stream:{principal.app_uid}:{principal.user_uid}"})
             taken = (await conn.execute(_TAKE, params)).first()
+            lapse = None if taken is not None else await conn.scalar(_FIRST_LAPSE, params)
         if taken is None:
             raise TooManyRequests(
                 f"this user already has {self.cap} open streams; close one first",
-                {"limit": self.cap}, headers={"Retry-After": str(self.retry_after)})
+                {"limit": self.cap}, headers={"Retry-After": str(self.wait_seconds(lapse))})
         self._held.add(lease_id)
         if self._renewer is None or self._renewer.done():
             self._renewer = asyncio.create_task(self._renew())
         return Lease(self, lease_id)
+
+    def wait_seconds(self, first_lapse: int | None) -> int:
+        """Retry-After for a refused stream: when the first lease lapses, within [1, retry_after]
+        (a live stream's lease is renewed, so asking again later than that is no better)."""
+        return max(1, min(self.retry_after, first_lapse if first_lapse is not None else 1))
 
     def release(self, lease: Lease) -> None:
         self._held.discard(lease.id)
