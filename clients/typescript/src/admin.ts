@@ -157,6 +157,17 @@ export interface Paged<T> {
 /** An operator's row: a row of any org, with its `org`. */
 export type OrgRow = UntypedRow & { org: string };
 
+/** An operator's list: section 4's, plus `org` (one org's rows) and `count: "estimate"`. */
+export interface AdminListQuery extends Omit<ListQuery<UntypedRow>, "count"> {
+  org?: string;
+  count?: boolean | "exact" | "estimate";
+}
+
+export interface AdminPage extends Page<OrgRow> {
+  /** true when `total` is the planner's estimate. */
+  estimated?: boolean;
+}
+
 export interface AdminOptions {
   url: string;
   /** The platform admin token (`AUTHORIC_ADMIN_TOKEN`). */
@@ -174,7 +185,8 @@ function fixedToken(token: string): Http["tokens"] {
 export class AdminRows {
   constructor(private readonly http: Http, private readonly base: string) {}
 
-  list(query: ListQuery<UntypedRow> & { org?: string } = {}): Promise<Page<OrgRow>> {
+  /** `count: "estimate"` gives the planner's estimate (`estimated: true`), which reads no row. */
+  list(query: AdminListQuery = {}): Promise<AdminPage> {
     return this.http.json("GET", this.base, { query: { ...listParams(query), org: query.org } });
   }
 
