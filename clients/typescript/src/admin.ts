@@ -157,16 +157,8 @@ export interface Paged<T> {
 /** An operator's row: a row of any org, with its `org`. */
 export type OrgRow = UntypedRow & { org: string };
 
-/** An operator's list: section 4's, plus `org` (one org's rows) and `count: "estimate"`. */
-export interface AdminListQuery extends Omit<ListQuery<UntypedRow>, "count"> {
-  org?: string;
-  count?: boolean | "exact" | "estimate";
-}
-
-export interface AdminPage extends Page<OrgRow> {
-  /** true when `total` is the planner's estimate. */
-  estimated?: boolean;
-}
+/** A list of the operator's rows: one org or every org, and a count that may be estimated. */
+export type AdminListQuery = Omit<ListQuery<UntypedRow>, "count"> & { org?: string; count?: boolean | "estimate" };
 
 export interface AdminOptions {
   url: string;
@@ -185,9 +177,10 @@ function fixedToken(token: string): Http["tokens"] {
 export class AdminRows {
   constructor(private readonly http: Http, private readonly base: string) {}
 
-  /** `count: "estimate"` gives the planner's estimate (`estimated: true`), which reads no row. */
-  list(query: AdminListQuery = {}): Promise<AdminPage> {
-    return this.http.json("GET", this.base, { query: { ...listParams(query), org: query.org } });
+  /** `count: "estimate"` (the operator's only) adds the planner's `total` with `estimated: true`. */
+  list(query: AdminListQuery = {}): Promise<Page<OrgRow> & { estimated?: boolean }> {
+    const count = query.count === "estimate" ? "estimate" : query.count ? "exact" : undefined;
+    return this.http.json("GET", this.base, { query: { ...listParams({ ...query, count: false }), org: query.org, count } });
   }
 
   get(uid: string): Promise<OrgRow & Expanded> {

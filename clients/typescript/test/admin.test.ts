@@ -18,11 +18,9 @@ describe("the platform admin, through @authoric/client/admin", () => {
     expect(await rows.importCsv("number,seq\nS-2,3\n", other)).toEqual({ inserted: 1 });
     expect((await rows.list({ org: other, order: "seq" })).items.map((r) => r.number)).toEqual(["S-1", "S-2"]);
     expect((await rows.list({ order: "seq" })).items).toHaveLength(3);
-    const exact = await rows.list({ org: other, count: true, limit: 1 });
-    expect([exact.items.length, exact.total, exact.estimated]).toEqual([1, 2, undefined]);
-    const estimate = await rows.list({ count: "estimate", limit: 1 });
-    expect(estimate.estimated).toBe(true);
-    expect(Number.isInteger(estimate.total) && estimate.total! >= 0).toBe(true); // the planner's guess, not a count
+    expect(await rows.list({ org: other, limit: 1, count: true })).toMatchObject({ total: 2 });
+    const estimate = await rows.list({ limit: 1, count: "estimate" });
+    expect([typeof estimate.total, estimate.estimated]).toEqual(["number", true]);
     expect(await rows.update(a.uid, { status: "paid" })).toMatchObject({ status: "paid", org: w.org });
     expect((await rows.get(b.uid)).number).toBe("S-1");
     await until("four events", () => heard.length === 4); // rows are re-read at delivery
