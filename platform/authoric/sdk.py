@@ -38,11 +38,11 @@ from authoric.db.engine import create_engine
 from authoric.db.errors import translate
 from authoric.errors import NotFound, Unauthenticated
 from authoric.plan.access import Access, admit
-from authoric.plan.filters import parse_filter
 from authoric.plan.listing import parse_limit
 from authoric.plan.plan import Page
 from authoric.plan.runner import ConnectionExecutor
 from authoric.policy.principal import Principal
+from authoric.query.filters import parse_filter
 from authoric.records import bulk, csv_export, csv_import, reads, writes
 from authoric.records.values import column_values
 from authoric.settings import Settings

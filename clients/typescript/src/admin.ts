@@ -157,6 +157,9 @@ export interface Paged<T> {
 /** An operator's row: a row of any org, with its `org`. */
 export type OrgRow = UntypedRow & { org: string };
 
+/** A list of the operator's rows: one org or every org, and a count that may be estimated. */
+export type AdminListQuery = Omit<ListQuery<UntypedRow>, "count"> & { org?: string; count?: boolean | "estimate" };
+
 export interface AdminOptions {
   url: string;
   /** The platform admin token (`AUTHORIC_ADMIN_TOKEN`). */
@@ -174,8 +177,10 @@ function fixedToken(token: string): Http["tokens"] {
 export class AdminRows {
   constructor(private readonly http: Http, private readonly base: string) {}
 
-  list(query: ListQuery<UntypedRow> & { org?: string } = {}): Promise<Page<OrgRow>> {
-    return this.http.json("GET", this.base, { query: { ...listParams(query), org: query.org } });
+  /** `count: "estimate"` (the operator's only) adds the planner's `total` with `estimated: true`. */
+  list(query: AdminListQuery = {}): Promise<Page<OrgRow> & { estimated?: boolean }> {
+    const count = query.count === "estimate" ? "estimate" : query.count ? "exact" : undefined;
+    return this.http.json("GET", this.base, { query: { ...listParams({ ...query, count: false }), org: query.org, count } });
   }
 
   get(uid: string): Promise<OrgRow & Expanded> {

@@ -18,6 +18,9 @@ describe("the platform admin, through @authoric/client/admin", () => {
     expect(await rows.importCsv("number,seq\nS-2,3\n", other)).toEqual({ inserted: 1 });
     expect((await rows.list({ org: other, order: "seq" })).items.map((r) => r.number)).toEqual(["S-1", "S-2"]);
     expect((await rows.list({ order: "seq" })).items).toHaveLength(3);
+    expect(await rows.list({ org: other, limit: 1, count: true })).toMatchObject({ total: 2 });
+    const estimate = await rows.list({ limit: 1, count: "estimate" });
+    expect([typeof estimate.total, estimate.estimated]).toEqual(["number", true]);
     expect(await rows.update(a.uid, { status: "paid" })).toMatchObject({ status: "paid", org: w.org });
     expect((await rows.get(b.uid)).number).toBe("S-1");
     await until("four events", () => heard.length === 4); // rows are re-read at delivery

@@ -13,9 +13,9 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from authoric.changes.log import BULK, record_change
 from authoric.errors import BadRequest, Forbidden, ValidationFailed
 from authoric.plan.access import Access
-from authoric.plan.filters import EVERYTHING, Node
 from authoric.plan.plan import Plan
 from authoric.plan.runner import ConnectionExecutor
+from authoric.query.filters import EVERYTHING, Node
 from authoric.records.references import refuse_if_referenced, require_live_targets
 
 
