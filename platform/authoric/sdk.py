@@ -38,11 +38,11 @@ from authoric.db.engine import create_engine
 from authoric.db.errors import translate
 from authoric.errors import NotFound, Unauthenticated
 from authoric.plan.access import Access, admit
-from authoric.plan.filters import parse_filter
 from authoric.plan.listing import parse_limit
 from authoric.plan.plan import Page
 from authoric.plan.runner import ConnectionExecutor
 from authoric.policy.principal import Principal
+from authoric.query.filters import parse_filter
 from authoric.records import bulk, csv_export, csv_import, reads, writes
 from authoric.records.values import column_values
 from authoric.settings import Settings
@@ -161,10 +161,9 @@ class Session:
 
     async def bulk_update(self, table: str, filter: dict[str, Any], values: dict[str, Any]) -> int:
         async with self._access(table, "update") as (ex, access):
-            tree = parse_filter(filter)
-            bulk.checked_plan(access, tree)
+            plan = bulk.checked_plan(access, parse_filter(filter))
             typed = column_values(access.table, values, creating=False)
-            return await bulk.bulk_update(ex, access, tree, typed)
+            return await bulk.bulk_update(ex, access, plan, typed)
 
     async def bulk_delete(self, table: str, filter: dict[str, Any]) -> int:
         async with self._access(table, "delete") as (ex, access):

@@ -25,7 +25,7 @@ import httpx
 import jwt
 import pytest
 
-from authoric.plan.filters import MAX_DEPTH, MAX_NODES
+from authoric.query.filters import MAX_DEPTH, MAX_NODES
 from tests.scenario import AppWorld, Caller, expect
 from tests.servers import ServerProcess, start_server
 

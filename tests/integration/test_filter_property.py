@@ -33,8 +33,8 @@ from sqlalchemy.pool import NullPool
 from authoric.catalog.model import ColumnDef, TableDef
 from authoric.catalog.schema import CompiledTable, compile_table, schema_name
 from authoric.db.engine import async_url
-from authoric.plan.fields import table_fields
-from authoric.plan.filters import FilterError, FilterScope, compile_filter
+from authoric.query.fields import table_fields
+from authoric.query.filters import FilterError, FilterScope, compile_filter
 
 COLUMNS = {"t": "text", "i": "integer", "n": "numeric", "b": "boolean", "ts": "timestamp"}
 COMPARISONS = ("eq", "ne", "lt", "lte", "gt", "gte")

@@ -18,10 +18,10 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from authoric.catalog.snapshot import load_snapshot
 from authoric.db.engine import async_url
 from authoric.plan.access import admit
-from authoric.plan.filters import EVERYTHING, parse_filter
 from authoric.plan.listing import decode_cursor
 from authoric.plan.plan import Page, Plan
 from authoric.policy.principal import Principal
+from authoric.query.filters import EVERYTHING, parse_filter
 from tests.scenario import AppWorld, expect
 from tests.sse import db_fetch
 

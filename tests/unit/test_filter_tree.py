@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from authoric.plan.filters import (
+from authoric.query.filters import (
     EVERYTHING,
     MAX_DEPTH,
     MAX_LIST,

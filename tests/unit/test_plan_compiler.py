@@ -15,7 +15,6 @@ from authoric.catalog.schema import compile_table
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import Forbidden
 from authoric.plan.access import admit, operator_access
-from authoric.plan.filters import parse_filter
 from authoric.plan.guard import Facts, Guard, guarded_select
 from authoric.plan.plan import Page, Plan
 from authoric.plan.runner import StatementCache
@@ -23,6 +22,7 @@ from authoric.policy.decision import decide
 from authoric.policy.enforcer import build_enforcer
 from authoric.policy.principal import Principal
 from authoric.policy.roles import RoleDef
+from authoric.query.filters import parse_filter
 
 APP, ORG, USER = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)
 

@@ -11,8 +11,8 @@ from sqlalchemy.dialects import postgresql
 
 from authoric.catalog.model import TableDef
 from authoric.catalog.schema import compile_table
-from authoric.plan.fields import table_fields
-from authoric.plan.filters import FilterError, FilterScope, compile_filter
+from authoric.query.fields import table_fields
+from authoric.query.filters import FilterError, FilterScope, compile_filter
 
 TABLE = compile_table(uuid.UUID(int=7), TableDef.model_validate({"name": "items", "columns": [
     {"name": "notes", "type": "text"}, {"name": "stage", "type": "select",

@@ -15,13 +15,13 @@ from authoric.changes.log import DELETE, UPDATE
 from authoric.errors import InternalError
 from authoric.plan.access import admit, with_draft_role
 from authoric.plan.binds import Shaped, named
-from authoric.plan.filters import parse_filter
 from authoric.plan.guard import Facts, Guard
 from authoric.plan.listing import encode_cursor
 from authoric.plan.plan import Page, Plan
 from authoric.plan.runner import StatementCache
 from authoric.policy.principal import Principal
 from authoric.policy.roles import RoleDef
+from authoric.query.filters import parse_filter
 from tests.unit.test_plan_compiler import APP, snapshot
 
 SCOPE = (APP, 7)

@@ -11,9 +11,9 @@ from starlette.requests import Request
 
 from authoric.errors import BadRequest, NotFound, UnsupportedMediaType, ValidationFailed
 from authoric.http.edge import accepts, media_type, table_request
-from authoric.plan.filters import EVERYTHING, parse_filter
 from authoric.plan.plan import Page
 from authoric.plan.request import Operation, TableRequest
+from authoric.query.filters import EVERYTHING, parse_filter
 
 PATH = {"app": "shop", "table": "invoices"}
 

@@ -85,7 +85,7 @@ class CompiledTable:
 
     @cached_property
     def memo(self) -> dict[str, Any]:
-        """What other modules derive from this table once (plan.fields), kept with it."""
+        """What other modules derive from this table once (query.fields), kept with it."""
         return {}
 
     def row_json(self, mapping: Any, redacted: frozenset[str] = frozenset()) -> dict[str, Any]:

@@ -24,8 +24,6 @@ from authoric.catalog.snapshot import AppSnapshot
 from authoric.console import audit
 from authoric.db import tables as t
 from authoric.errors import NotFound, ValidationFailed
-from authoric.plan.fields import table_fields
-from authoric.plan.filters import FilterScope, Node, compile_filter
 from authoric.plan.listing import (
     cursor_clause,
     decode_cursor,
@@ -35,6 +33,8 @@ from authoric.plan.listing import (
 )
 from authoric.plan.runner import ConnectionExecutor
 from authoric.policy.principal import Principal
+from authoric.query.fields import table_fields
+from authoric.query.filters import FilterScope, Node, compile_filter
 from authoric.records import csv_import, writes
 from authoric.records.csv_fast import Spool
 from authoric.records.gate import Access, admit
@@ -64,7 +64,7 @@ class AdminTable:
 
 @dataclass(frozen=True)
 class AdminListQuery:
-    filter: Node  # parsed at the edge (plan.filters)
+    filter: Node  # parsed at the edge (query.filters)
     order: str | None
     limit: str | None
     after: str | None

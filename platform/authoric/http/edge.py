@@ -17,7 +17,6 @@ from starlette.requests import Request
 from authoric.catalog.types.builtin import MAX_JSON_DEPTH, json_depth_exceeds
 from authoric.errors import BadRequest, UnsupportedMediaType
 from authoric.http.limits import refuse_nul, too_deep
-from authoric.plan.filters import EVERYTHING, Node, query_string_filter
 from authoric.plan.request import (
     Checked,
     Operation,
@@ -28,6 +27,7 @@ from authoric.plan.request import (
     parse_count,
     parse_expand,
 )
+from authoric.query.filters import EVERYTHING, Node, query_string_filter
 
 JSON, CSV = "application/json", "text/csv"
 # Query parameters of a list that are not filter terms.

@@ -13,7 +13,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from authoric.catalog.types import BadValue, parse_json, parse_text, render
 from authoric.errors import BadRequest
 from authoric.plan.binds import named
-from authoric.plan.fields import FieldRef
+from authoric.query.fields import FieldRef
 
 DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
 

@@ -26,8 +26,6 @@ from authoric.changes.log import INSERT
 from authoric.db import tables as t
 from authoric.plan.access import Access
 from authoric.plan.binds import Shaped, named
-from authoric.plan.fields import table_fields
-from authoric.plan.filters import EVERYTHING, FilterScope, Node, compile_filter
 from authoric.plan.guard import Guard, facts_where_no_row, guarded_select
 from authoric.plan.listing import (
     DEFAULT_LIMIT,
@@ -39,6 +37,8 @@ from authoric.plan.listing import (
 )
 from authoric.policy.decision import Decision
 from authoric.policy.principal import Principal
+from authoric.query.fields import table_fields
+from authoric.query.filters import EVERYTHING, FilterScope, Node, compile_filter
 
 
 @dataclass(frozen=True)

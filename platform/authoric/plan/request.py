@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 from authoric.errors import AuthoricError, BadRequest, NotFound
-from authoric.plan.filters import EVERYTHING, Node, parse_filter
 from authoric.plan.listing import parse_limit
 from authoric.plan.plan import Page
+from authoric.query.filters import EVERYTHING, Node, parse_filter
 
 T = TypeVar("T")
 

@@ -21,20 +21,18 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import or_
 from sqlalchemy.sql.elements import ColumnElement
 
+from authoric.catalog.schema import CompiledTable
+from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import BadRequest, Forbidden
-from authoric.plan.fields import table_fields
-from authoric.plan.filters import FilterScope, compile_filter
 from authoric.policy.enforcer import granting_roles
 from authoric.policy.principal import Principal
-
-if TYPE_CHECKING:
-    from authoric.catalog.schema import CompiledTable
-    from authoric.catalog.snapshot import AppSnapshot
+from authoric.query.fields import table_fields
+from authoric.query.filters import FilterScope, compile_filter
 
 
 class PolicyBroken(Forbidden):

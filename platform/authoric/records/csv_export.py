@@ -21,8 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from authoric.catalog.schema import field_name
 from authoric.plan.access import Access
-from authoric.plan.filters import Node
 from authoric.plan.plan import Plan
+from authoric.query.filters import Node
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 BATCH = 1000

@@ -8,10 +8,10 @@ from typing import Any
 
 from authoric.errors import NotFound
 from authoric.plan.access import Access
-from authoric.plan.filters import EVERYTHING, Node
 from authoric.plan.listing import encode_cursor
 from authoric.plan.plan import Page, Plan
 from authoric.plan.runner import Executor
+from authoric.query.filters import EVERYTHING, Node
 
 
 async def read_one(ex: Executor, access: Access, uid: uuid.UUID) -> dict[str, Any]:

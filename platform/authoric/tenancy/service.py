@@ -18,10 +18,10 @@ from authoric.catalog.names import check_name
 from authoric.catalog.snapshot import AppSnapshot, load_snapshot
 from authoric.db import tables as t
 from authoric.errors import BadRequest, Conflict, NotFound, ValidationFailed
-from authoric.plan.fields import table_fields
-from authoric.plan.filters import FilterScope, compile_filter
 from authoric.plan.listing import parse_limit
 from authoric.policy.roles import RoleDef, check_role
+from authoric.query.fields import table_fields
+from authoric.query.filters import FilterScope, compile_filter
 from authoric.tenancy.models import Membership, NewOrg, NewUser
 
 

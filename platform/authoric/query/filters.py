@@ -22,7 +22,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from authoric.catalog.types import BadValue, parse_json, parse_text
 from authoric.errors import BadRequest
-from authoric.plan.fields import FieldRef
+from authoric.query.fields import FieldRef
 
 OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "like", "is_null", "search")
 TEXTUAL = ("text", "select")
