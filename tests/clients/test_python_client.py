@@ -54,6 +54,48 @@ def test_member_pages_through_a_list_with_the_next_cursor(db: Client) -> None:
     assert [r["uid"] for r in first.items + second.items] == made and second.next is None
 
 
+def test_member_gets_a_reference_expanded_on_read_list_and_writes_and_counts_what_a_filter_matches(
+        db: Client) -> None:
+    invoices = db.table("invoices")
+    acme = db.table("vendors").create({"name": "Acme"})
+    made = invoices.create({"number": "E-1", "status": "open", "seq": 1,
+                            "vendor_uid": acme["uid"]}, expand=["vendor"])
+    assert made["expand"] == {"vendor": acme}
+    assert invoices.update(made["uid"], {"seq": 2}, expand=["vendor"])["expand"]["vendor"] == acme
+    assert invoices.get(made["uid"], expand=["vendor"])["expand"]["vendor"] == acme
+    assert "expand" not in invoices.get(made["uid"])
+    for i in range(3, 7):
+        invoices.create({"number": f"E-{i}", "status": "open" if i % 2 else "closed", "seq": i})
+    page = invoices.list(filter={"status": "open"}, order="seq", limit=2, expand=["vendor"],
+                         count=True)
+    assert [(r["number"], r["expand"]["vendor"]) for r in page.items] == [("E-1", acme), ("E-3", None)]
+    assert page.total == 3  # every matching row, not the page's two
+    rest = invoices.list(filter={"status": "open"}, order="seq", limit=2, after=page.next,
+                         count="exact")
+    assert ([r["number"] for r in rest.items], rest.total) == (["E-5"], 3)
+    assert invoices.list(count=True).total == 5
+    assert invoices.list(filter={"seq": {"gt": 100}}, count=True).total == 0
+    assert invoices.list().total is None
+    with pytest.raises(AuthoricError) as bad:
+        invoices.list(expand=["number"])
+    assert (bad.value.status, bad.value.code) == (400, "BAD_REQUEST")
+
+
+def test_an_async_member_gets_the_same_expansion_and_count(server: ServerProcess,
+                                                            acme: Shop) -> None:
+    async def run() -> None:
+        async with AsyncClient(server.url, acme.world.name) as client:
+            await client.auth.sign_in(acme.email, acme.password)
+            vendor = await client.table("vendors").create({"name": "Initech"})
+            invoices = client.table("invoices")
+            await invoices.create({"number": "A-1", "vendor_uid": vendor["uid"]})
+            page = await invoices.list(expand=["vendor"], count=True)
+            assert [r["expand"]["vendor"]["name"] for r in page.items] == ["Initech"]
+            assert page.total == 1
+
+    asyncio.run(run())
+
+
 def test_refusals_raise_authoric_error_with_the_contracts_status_code_and_details(
         db: Client) -> None:
     invoices = db.table("invoices")

@@ -140,12 +140,31 @@ def control_url(ts_server: Restartable) -> Iterator[str]:
     httpd.server_close()
 
 
+# A server that lets each user hold one stream, whose lease lapses LEASE_TTL s after its last
+# renewal: the 429 for a second stream says (Retry-After) when the first could lapse.
+LEASE_TTL = 4
+
+
+@pytest.fixture(scope="module")
+def capped_server(database_url: str, tmp_path_factory: pytest.TempPathFactory,
+                  node_packages: None) -> Iterator[ServerProcess]:
+    proc = start_server(database_url, tmp_path_factory.mktemp("ts-capped"),
+                        AUTHORIC_SSE_MAX_STREAMS_PER_USER="1",
+                        AUTHORIC_SSE_LEASE_TTL=str(LEASE_TTL))
+    yield proc
+    proc.stop()
+
+
 def vitest(suite: str, ts_server: Restartable, control_url: str) -> None:
     """Run one Vitest suite against the server; fail with its output when it fails."""
     ts_server.clock_file.write_text("0")
-    env = _env(AUTHORIC_URL=ts_server.proc.url, AUTHORIC_ADMIN_TOKEN=ts_server.proc.admin_token,
-               AUTHORIC_CLOCK_FILE=str(ts_server.clock_file), AUTHORIC_CONTROL_URL=control_url,
-               NO_COLOR="1")
+    run_vitest(suite, ts_server.proc, AUTHORIC_CLOCK_FILE=str(ts_server.clock_file),
+               AUTHORIC_CONTROL_URL=control_url)
+
+
+def run_vitest(suite: str, server: ServerProcess, **extra: str) -> None:
+    env = _env(AUTHORIC_URL=server.url, AUTHORIC_ADMIN_TOKEN=server.admin_token, NO_COLOR="1",
+               **extra)
     done = subprocess.run([str(PACKAGE / "node_modules" / ".bin" / "vitest"), "run", suite],
                           cwd=PACKAGE, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"vitest {suite} failed:\n{done.stdout}\n{done.stderr}"
@@ -181,6 +200,11 @@ def test_a_members_live_query_converges_to_a_fresh_list_after_a_mix_of_writes(
 def test_the_platform_admin_manages_apps_tables_indexes_members_roles_and_rows_of_every_org(
         ts_server: Restartable, control_url: str) -> None:
     vitest("test/admin.test.ts", ts_server, control_url)
+
+
+def test_a_members_stream_over_the_per_user_cap_waits_as_429_retry_after_says_then_connects(
+        capped_server: ServerProcess) -> None:
+    run_vitest("test/capped.test.ts", capped_server, AUTHORIC_TEST_LEASE_TTL=str(LEASE_TTL))
 
 
 def _tsc(*args: str) -> subprocess.CompletedProcess[str]:

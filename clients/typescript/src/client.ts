@@ -6,7 +6,7 @@ import { Live, type LiveQuery, type LiveQueryOptions } from "./live.js";
 import { kindsOf, type Kinds } from "./match.js";
 import { Stream, type StreamOptions, type Subscription } from "./stream.js";
 import type {
-  ChangeEvent, EventOf, Expanded, ExpandPath, Filter, ListQuery, Page, TableMap, Untyped, Writable,
+  ChangeEvent, EventOf, Expanded, ExpandPath, Filter, ListQuery, Page, Read, TableMap, Untyped, Writable,
 } from "./types.js";
 
 export interface ClientOptions extends AuthOptions {
@@ -19,7 +19,7 @@ export interface ClientOptions extends AuthOptions {
 }
 
 /** The query string of a list or bulk write (section 4). */
-export function listParams<R>(q: ListQuery<R> = {}): Query {
+export function listParams<R, P extends string>(q: Omit<ListQuery<R, P>, "count"> & { count?: boolean | string } = {}): Query {
   const filter = q.filter as Record<string, unknown> | undefined;
   return {
     filter: filter && Object.keys(filter).length ? JSON.stringify(filter) : undefined,
@@ -27,7 +27,7 @@ export function listParams<R>(q: ListQuery<R> = {}): Query {
     limit: q.limit,
     after: q.after,
     expand: q.expand?.length ? q.expand.join(",") : undefined,
-    count: q.count ? "exact" : undefined,
+    count: q.count === true ? "exact" : q.count || undefined,
   };
 }
 
@@ -42,21 +42,21 @@ export class Table<R> {
     return `/${encodeURIComponent(this.client.app)}/autocrud/${encodeURIComponent(this.name)}${suffix}`;
   }
 
-  /** One page: `{ items, next, total? }`. */
-  list(query: ListQuery<R> = {}): Promise<Page<R>> {
+  /** One page: `{ items, next, total? }`; `expand: ["vendor"]` types `row.expand.vendor`. */
+  list<const P extends ExpandPath<R> = never>(query: ListQuery<R, P> = {}): Promise<Page<R, P>> {
     return this.http.json("GET", this.path(), { query: listParams(query) });
   }
 
-  get(uid: string, opts: { expand?: ExpandPath<R>[] } = {}): Promise<R & Expanded> {
+  get<const P extends ExpandPath<R> = never>(uid: string, opts: { expand?: P[] } = {}): Promise<Read<R, P>> {
     return this.http.json("GET", this.path(`/${encodeURIComponent(uid)}`), { query: listParams({ expand: opts.expand }) });
   }
 
   /** The row as the writer may read it afterwards (`{ uid }` alone if it may not read it). */
-  create(values: Writable<R>, opts: { expand?: ExpandPath<R>[] } = {}): Promise<R & Expanded> {
+  create<const P extends ExpandPath<R> = never>(values: Writable<R>, opts: { expand?: P[] } = {}): Promise<Read<R, P>> {
     return this.http.json("POST", this.path(), { json: values, query: listParams({ expand: opts.expand }) });
   }
 
-  update(uid: string, patch: Writable<R>, opts: { expand?: ExpandPath<R>[] } = {}): Promise<R & Expanded> {
+  update<const P extends ExpandPath<R> = never>(uid: string, patch: Writable<R>, opts: { expand?: P[] } = {}): Promise<Read<R, P>> {
     return this.http.json("PATCH", this.path(`/${encodeURIComponent(uid)}`), { json: patch, query: listParams({ expand: opts.expand }) });
   }
 

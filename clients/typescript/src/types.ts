@@ -61,20 +61,33 @@ export type ExpandPath<R> = Loose<R> extends true ? string : RefName<R> | `${Ref
 /** Rows read with `expand` carry the referenced rows under `expand`. */
 export type Expanded = { expand?: Record<string, (Record<string, unknown> & { uid: string }) | null> };
 
-export interface ListQuery<R> {
+type Head<P> = P extends `${infer H}.${string}` ? H : P;
+type Tail<P, H extends string> = P extends `${H}.${infer T}` ? T : never;
+
+/** What a read with the expand paths `P` carries: `expand.<name>` for each named reference,
+ * the referenced row or null, a second level nested inside. A reference column does not say
+ * which table it points to, so the expanded row itself is typed loosely (`UntypedRow`). */
+export type ExpandOf<P extends string> = [P] extends [never] ? unknown
+  : { expand: { [H in Head<P>]: (UntypedRow & ExpandOf<Tail<P, H>>) | null } };
+
+/** A row as read with the expand paths `P` (none: the row, `expand` untyped). */
+export type Read<R, P extends string = never> = [P] extends [never] ? R & Expanded : R & ExpandOf<P>;
+
+export interface ListQuery<R, P extends string = ExpandPath<R>> {
   filter?: Filter<R>;
   order?: Order<R>;
   /** 1..1000; the server's default is 50. */
   limit?: number;
   after?: string | null;
-  expand?: ExpandPath<R>[];
-  /** Adds `total`: how many rows match, the page aside. */
-  count?: boolean;
+  expand?: P[];
+  /** Adds `total`: how many rows match the filter, the page aside (`true` is `"exact"`). */
+  count?: boolean | "exact";
 }
 
-export interface Page<R> {
-  items: (R & Expanded)[];
+export interface Page<R, P extends string = never> {
+  items: Read<R, P>[];
   next: string | null;
+  /** With `count`: every matching row, the page's `limit` and `after` aside. */
   total?: number;
 }
 

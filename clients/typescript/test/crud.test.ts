@@ -29,6 +29,31 @@ describe("a signed-in member using a table", () => {
     expect((await rejection(invoices.get(made[0].uid))).code).toBe("NOT_FOUND");
   });
 
+  it("gets a reference expanded into the referenced row on read, list, create and update, and counts what a filter matches", async () => {
+    const w = await world();
+    const db = await (await w.member()).client();
+    const invoices = db.table("invoices");
+    const acme = await db.table("vendors").create({ name: "Acme" });
+    const made = await invoices.create({ number: "E-1", status: "received", seq: 1, vendor_uid: acme.uid }, { expand: ["vendor"] });
+    expect(made.expand.vendor).toEqual(acme);
+    expect((await invoices.update(made.uid, { seq: 2 }, { expand: ["vendor"] })).expand.vendor).toEqual(acme);
+    expect((await invoices.get(made.uid, { expand: ["vendor"] })).expand).toEqual({ vendor: acme });
+    for (let i = 3; i <= 6; i++) await invoices.create({ number: `E-${i}`, status: i % 2 ? "received" : "paid", seq: i });
+
+    const page = await invoices.list({ filter: { status: "received" }, order: "seq", limit: 2, expand: ["vendor"], count: true });
+    expect(page.items.map((r) => [r.number, r.vendor_uid, r.expand.vendor?.name ?? null]))
+      .toEqual([["E-1", acme.uid, "Acme"], ["E-3", null, null]]);
+    expect(page.total).toBe(3); // every matching row, not the page's two
+    const rest = await invoices.list({ filter: { status: "received" }, order: "seq", limit: 2, after: page.next, count: "exact" });
+    expect([rest.items.map((r) => r.number), rest.total]).toEqual([["E-5"], 3]);
+    expect((await invoices.list({ count: true })).total).toBe(5);
+    expect((await invoices.list({ filter: { seq: { gt: 100 } }, count: true })).total).toBe(0);
+    expect((await invoices.list()).total).toBeUndefined();
+
+    const notReference = await rejection(invoices.list({ expand: ["number" as "vendor"] }));
+    expect([notReference.status, notReference.code]).toEqual([400, "BAD_REQUEST"]);
+  });
+
   it("updates and deletes by filter, and imports CSV all or nothing", async () => {
     const w = await world();
     const invoices = (await (await w.member()).client()).table("invoices");

@@ -11,7 +11,7 @@ import builtins
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, Protocol, cast
+from typing import Any, Generic, Literal, Protocol, cast
 
 import httpx
 
@@ -30,10 +30,11 @@ Ord = TypeVar("Ord")  # an order (`"-createdAt"`)
 
 Row = dict[str, Any]
 Filter = Mapping[str, Any]
+Count = bool | Literal["exact"]  # True adds the page's `total`: every row the filter matches
 
 
 def list_params(filter: Filter | None, order: str | None, limit: int | None, after: str | None,
-                expand: Sequence[str] | None, count: bool) -> dict[str, str]:
+                expand: Sequence[str] | None, count: Count) -> dict[str, str]:
     """The query string of a list (contract section 4)."""
     params: dict[str, str] = {}
     if filter:
@@ -46,7 +47,7 @@ def list_params(filter: Filter | None, order: str | None, limit: int | None, aft
         params["after"] = after
     params.update(expand_params(expand))
     if count:
-        params["count"] = "exact"
+        params["count"] = "exact"  # True and "exact" alike: members count exactly
     return params
 
 
@@ -64,7 +65,7 @@ class AsyncTable(Generic[R, N, P, F, Ord]):
 
     async def list(self, *, filter: F | None = None, order: Ord | None = None,
                    limit: int | None = None, after: str | None = None,
-                   expand: Sequence[str] | None = None, count: bool = False) -> Page[R]:
+                   expand: Sequence[str] | None = None, count: Count = False) -> Page[R]:
         body = (await self._client.request("GET", self.path, params=list_params(
             cast(Filter | None, filter), cast(str | None, order), limit, after, expand,
             count))).json()

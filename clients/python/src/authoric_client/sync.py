@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, Generic, Protocol, cast
 
-from authoric_client.aclient import AsyncClient, AsyncTable, Filter, Row
+from authoric_client.aclient import AsyncClient, AsyncTable, Count, Filter, Row
 from authoric_client.live import AsyncLiveQuery
 from authoric_client.models import Event, Page, Status
 from authoric_client.stream import AsyncSubscription, Backoff
@@ -176,7 +176,7 @@ class Table(Generic[R, N, P, F, Ord]):
 
     def list(self, *, filter: F | None = None, order: Ord | None = None,
              limit: int | None = None, after: str | None = None,
-             expand: Sequence[str] | None = None, count: bool = False) -> Page[R]:
+             expand: Sequence[str] | None = None, count: Count = False) -> Page[R]:
         return self._loop.run(self._inner.list(filter=filter, order=order, limit=limit, after=after,
                                                expand=expand, count=count))
 

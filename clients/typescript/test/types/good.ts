@@ -29,6 +29,17 @@ export async function typed(): Promise<void> {
   invoices.liveQuery({ filter: { status: "paid" }, order: "number", limit: 10 }, (rows) => void rows.map((r) => r.amount));
   void [first, total, status, name];
 
+  // Expanded references are typed by the paths asked for; their rows are loose (UntypedRow).
+  const expanded = await invoices.list({ expand: ["vendor", "vendor.country"], count: "exact" });
+  const vendorRow: { uid: string } | null = expanded.items[0].expand.vendor;
+  const country: { uid: string } | null | undefined = expanded.items[0].expand.vendor?.expand.country;
+  const written = await invoices.update(row.uid, { status: "paid" }, { expand: ["vendor"] });
+  void [vendorRow, country, written.expand.vendor?.name];
+  // @ts-expect-error: only the references asked for are expanded
+  void expanded.items[0].expand.country;
+  // @ts-expect-error: a row read without expand has no typed expanded reference
+  void row.expand.vendor;
+
   // @ts-expect-error: no such column
   await invoices.create({ nmber: "INV-2" });
   // @ts-expect-error: a select column takes one of its options
