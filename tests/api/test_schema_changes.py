@@ -194,6 +194,77 @@ def test_a_conversion_some_rows_cannot_take_lists_them_and_changes_nothing(
     assert expect(clerk.get(f"{world.rows('invoices')}/{good['uid']}"), 200)["amount"] == "12"
 
 
+URN = "urn:uuid:a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
+
+
+@pytest.mark.parametrize(("target", "converts", "refused"), [
+    # Arabic-Indic digits are digits to Python, not to PostgreSQL; neither reads hex.
+    ("integer", {" +7 ": 7, "-12": -12}, ["١٢", "twelve", "1.5", "0x10", "99999999999999999999"]),
+    ("numeric", {"12.50": "12.50", " -3 ": "-3"}, ["NaN", "1_000", "Infinity"]),
+    ("boolean", {"yes": True, "F": False}, ["on", "maybe"]),
+    ("date", {"2026-12-03": "2026-12-03"}, ["2026-W49-5", "today", "31/01/2026"]),
+    ("timestamp", {"2026-01-31T12:00:00+01:00": "2026-01-31T11:00:00Z"},
+     ["2026-01-31T12:00:00", "now", "infinity"]),  # no offset: never read in a guessed zone
+    ("uuid", {"A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"},
+     [URN, "nope"]),
+])
+def test_a_retype_lists_exactly_the_rows_its_conversion_refuses_then_converts_the_rest(
+        invoices: tuple[AppWorld, Caller], target: str, converts: dict[str, Any],
+        refused: list[str]) -> None:
+    world, clerk = invoices
+    good = {expect(clerk.post(world.rows("invoices"), json={"amount": v}), 201)["uid"]: want
+            for v, want in converts.items()}
+    bad = [expect(clerk.post(world.rows("invoices"), json={"amount": v}), 201)["uid"]
+           for v in refused]
+    failed = patch(world, {"alterColumns": [{"name": "amount", "type": target}]}, 422,
+                   "VALIDATION_FAILED")
+    rows = failed["error"]["details"]["rows"]
+    assert sorted(r["uid"] for r in rows) == sorted(bad)
+    assert all(r["column"] == "amount" and target in r["message"] for r in rows)
+    for uid in bad:
+        expect(clerk.delete(f"{world.rows('invoices')}/{uid}"), 204)
+    patch(world, {"alterColumns": [{"name": "amount", "type": target}]})
+    for uid, want in good.items():
+        assert expect(clerk.get(f"{world.rows('invoices')}/{uid}"), 200)["amount"] == want
+
+
+def test_a_numeric_becomes_an_integer_only_where_it_is_whole_and_in_range(
+        invoices: tuple[AppWorld, Caller]) -> None:
+    world, clerk = invoices
+    patch(world, {"alterColumns": [{"name": "amount", "type": "numeric"}]})
+    whole = expect(clerk.post(world.rows("invoices"), json={"amount": "12.00"}), 201)["uid"]
+    bad = sorted(expect(clerk.post(world.rows("invoices"), json={"amount": v}), 201)["uid"]
+                 for v in ("12.5", "99999999999999999999"))
+    failed = patch(world, {"alterColumns": [{"name": "amount", "type": "integer"}]}, 422)
+    rows = failed["error"]["details"]["rows"]
+    assert sorted(r["uid"] for r in rows) == bad
+    assert any("out of range" in r["message"] for r in rows)  # PostgreSQL says why
+    for uid in bad:
+        expect(clerk.delete(f"{world.rows('invoices')}/{uid}"), 204)
+    patch(world, {"alterColumns": [{"name": "amount", "type": "integer"}]})
+    assert expect(clerk.get(f"{world.rows('invoices')}/{whole}"), 200)["amount"] == 12
+
+
+@pytest.mark.parametrize("unique_before", [False, True])
+def test_values_that_become_equal_once_converted_are_listed_as_duplicates(
+        invoices: tuple[AppWorld, Caller], unique_before: bool) -> None:
+    world, clerk = invoices
+    if unique_before:
+        patch(world, {"alterColumns": [{"name": "amount", "unique": True}]})
+    twins = sorted(expect(clerk.post(world.rows("invoices"), json={"amount": v}), 201)["uid"]
+                   for v in ("01", "1"))
+    expect(clerk.post(world.rows("invoices"), json={"amount": "2"}), 201)
+    other = world.caller(world.org("South"), ["clerk"])  # the same value in another org is fine
+    expect(other.post(world.rows("invoices"), json={"amount": "1"}), 201)
+    failed = patch(world, {"alterColumns": [{"name": "amount", "type": "integer",
+                                             "unique": True}]}, 422, "VALIDATION_FAILED")
+    assert sorted(r["uid"] for r in failed["error"]["details"]["rows"]) == twins
+    definition = expect(world.admin.get(f"{world.base}/tables/invoices"), 200)
+    assert next(c for c in definition["columns"] if c["name"] == "amount")["type"] == "text"
+    expect(clerk.patch(f"{world.rows('invoices')}/{twins[0]}", json={"amount": "3"}), 200)
+    patch(world, {"alterColumns": [{"name": "amount", "type": "integer", "unique": True}]})
+
+
 def test_at_most_a_hundred_failing_rows_are_listed(invoices: tuple[AppWorld, Caller]) -> None:
     world, clerk = invoices
     csv = "amount\n" + "".join(f"x{i}\n" for i in range(150))

@@ -323,18 +323,23 @@ async def _failure(conn: AsyncConnection, app_uid: uuid.UUID, definition: TableD
 
 
 async def duplicate_rows(conn: AsyncConnection, app_uid: uuid.UUID, definition: TableDef,
-                         spec_columns: list[str]) -> list[dict[str, Any]]:
+                         spec_columns: list[str],
+                         values: list[str] | None = None) -> list[dict[str, Any]]:
     """Every row of each group of rows (within one org) sharing the columns' values, up to
-    100, as `{"uid", "column", "message"}`. Rows with a null in them never collide."""
+    100, as `{"uid", "column", "message"}`. Rows with a null in them never collide.
+    `values`, one SQL expression per column, compares what the columns will hold instead
+    (a type change's converted values: "01" and "1" as integers)."""
     physical = [_column(definition, c)[0] for c in spec_columns]
+    exprs = values or [f'"{c}"' for c in physical]
     target = f'"{schema_name(app_uid)}"."{definition.name}"'
-    cols = ", ".join(f'"{c}"' for c in physical)
     live = "deleted_at IS NULL AND " if definition.soft_delete else ""
     not_null = " AND ".join(f'"{c}" IS NOT NULL' for c in physical)
-    # `_dup_n`: no column can be named so (names start with a letter).
+    # `_dup_v0`, `_dup_n`: no column can be named so (names start with a letter).
+    named = ", ".join(f"{e} AS _dup_v{i}" for i, e in enumerate(exprs))
+    cols = ", ".join(f"_dup_v{i}" for i in range(len(exprs)))
     query = (f"SELECT uid FROM (SELECT uid, org_uid, {cols}, count(*) OVER "
-             f"(PARTITION BY org_uid, {cols}) AS _dup_n FROM {target} "
-             f"WHERE {live}{not_null}) d "
+             f"(PARTITION BY org_uid, {cols}) AS _dup_n FROM (SELECT uid, org_uid, {named} "
+             f"FROM {target} WHERE {live}{not_null}) v) d "
              f"WHERE _dup_n > 1 ORDER BY org_uid, {cols}, uid LIMIT {MAX_LISTED_ROWS}")
     column = ",".join(c.lstrip("-") for c in spec_columns)
     uids = (await conn.execute(text(query))).scalars()

@@ -21,6 +21,13 @@ from sqlalchemy import MetaData, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.schema import AddConstraint
 
+from authoric.catalog.conversions import (
+    CONVERSIONS,
+    TEXTUAL,
+    conversion_sql,
+    rows_out_of_options,
+    unconvertible_rows,
+)
 from authoric.catalog.indexes import MAX_LISTED_ROWS, SEARCHABLE_TYPES, duplicate_rows
 from authoric.catalog.model import ColumnAlter, ColumnDef, TableDef
 from authoric.catalog.names import check_name
@@ -30,22 +37,9 @@ from authoric.catalog.schema import (
     field_name,
     schema_name,
 )
-from authoric.catalog.types import INT64, BadValue, column_type, parse_text
+from authoric.catalog.types import BadValue, column_type, parse_text
 from authoric.db import tables as t
 from authoric.errors import Conflict, ValidationFailed
-
-# Type changes allowed (contract section 2): text to and from the others, integer ↔ numeric,
-# date ↔ timestamp. `select` is text with options.
-TEXTUAL = frozenset({"text", "select"})
-FROM_TEXT = frozenset({"integer", "numeric", "boolean", "date", "timestamp", "uuid"})
-CONVERSIONS = frozenset(
-    {(a, b) for a in TEXTUAL for b in FROM_TEXT | TEXTUAL if a != b}
-    | {(b, a) for a in TEXTUAL for b in FROM_TEXT}
-    | {("integer", "numeric"), ("numeric", "integer"), ("date", "timestamp"),
-       ("timestamp", "date")})
-
-
-CHECK_PAGE = 10_000  # rows read per statement while checking a conversion
 
 
 def _q(name: str) -> str:
@@ -254,7 +248,8 @@ def altered(definition: TableDef, change: ColumnAlter, searched: set[str]) -> Co
 
 async def failing_rows(conn: AsyncConnection, app_uid: uuid.UUID, definition: TableDef,
                        before: ColumnDef, after: ColumnDef) -> list[dict[str, Any]]:
-    """The rows (at most 100) that cannot take the change, as `{"uid", "column", "message"}`."""
+    """The rows (at most 100) that cannot take the change, as `{"uid", "column", "message"}`.
+    Values are judged by the conversion's own SQL (`conversions`), never by a second parser."""
     target = f"{_q(schema_name(app_uid))}.{_q(definition.name)}"
     col = _q(before.name)
     live = " AND deleted_at IS NULL" if definition.soft_delete else ""
@@ -266,78 +261,24 @@ async def failing_rows(conn: AsyncConnection, app_uid: uuid.UUID, definition: Ta
             f"LIMIT {MAX_LISTED_ROWS}"))
         found += [{"uid": str(u), "column": shown, "message": "required, but null"}
                   for u in nulls.scalars()]
-    if before.type != after.type or (after.options is not None and after.options != before.options):
-        found += await _unconvertible(conn, target, col, before, after, shown,
-                                      MAX_LISTED_ROWS - len(found))
-    if after.unique and not before.unique and len(found) < MAX_LISTED_ROWS:
-        # Duplicates after conversion are duplicates before it (every conversion here is
-        # injective on the values that convert), except text to a type that normalizes.
-        dupes = await duplicate_rows(conn, app_uid, definition, [before.name])
+    retyped = before.type != after.type
+    if retyped:
+        refused = await unconvertible_rows(conn, target, col, before, after,
+                                           MAX_LISTED_ROWS - len(found))
+        found += [{"uid": u, "column": shown, "message": m} for u, m in refused]
+        if refused:  # the other checks read converted values: they would fail on these too
+            return found
+    if after.options is not None and (retyped or after.options != before.options):
+        outside = await rows_out_of_options(conn, target, col, before, after,
+                                            MAX_LISTED_ROWS - len(found))
+        found += [{"uid": u, "column": shown, "message": "not one of the options"}
+                  for u in outside]
+    if after.unique and (retyped or not before.unique) and len(found) < MAX_LISTED_ROWS:
+        # On the converted values: "01" and "1" are two texts but one integer.
+        dupes = await duplicate_rows(conn, app_uid, definition, [before.name],
+                                     [conversion_sql(col, before, after)])
         found += [{**d, "column": shown} for d in dupes[:MAX_LISTED_ROWS - len(found)]]
     return found
-
-
-async def _unconvertible(conn: AsyncConnection, target: str, col: str, before: ColumnDef,
-                         after: ColumnDef, shown: str, limit: int) -> list[dict[str, Any]]:
-    """Rows whose value does not parse as the new type (or is not one of the new options),
-    judged by the same parser a client's value goes through. Streams every non-null value:
-    a type change rewrites the table anyway."""
-    if limit <= 0:
-        return []
-    out: list[dict[str, Any]] = []
-    after_uid: Any = None
-    while True:  # pages by uid: no cursor stays open for the ALTER that follows
-        page = (await conn.execute(text(
-            f"SELECT uid, {as_text(col, before.type)} AS v FROM {target} "
-            f"WHERE {col} IS NOT NULL" + (" AND uid > :after" if after_uid else "")
-            + f" ORDER BY uid LIMIT {CHECK_PAGE}"), {"after": after_uid} if after_uid else {})).all()
-        for uid, value in page:
-            message = _refusal(value, before, after)
-            if message is not None:
-                out.append({"uid": str(uid), "column": shown, "message": message})
-                if len(out) >= limit:
-                    return out
-        if len(page) < CHECK_PAGE:
-            return out
-        after_uid = page[-1][0]
-
-
-def _refusal(value: str, before: ColumnDef, after: ColumnDef) -> str | None:
-    try:
-        if before.type == "numeric" and after.type == "integer":
-            number = Decimal(value)
-            if number != number.to_integral_value() or not INT64[0] <= number <= INT64[1]:
-                return "not a whole number in 64-bit range"
-        elif after.type in TEXTUAL:
-            after.parse_json(value)  # within the options
-        elif before.type in TEXTUAL:
-            parse_text(after.type, value)
-    except BadValue as exc:
-        return f"cannot be converted: {exc}"
-    return None
-
-
-def as_text(col: str, type_name: str) -> str:
-    """SQL: the column's value as the text a client would have sent for it."""
-    if type_name == "timestamp":
-        return (f"to_char({col} AT TIME ZONE 'UTC', "
-                "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')")
-    return f"{col}::text"
-
-
-def _using(col: str, before: ColumnDef, after: ColumnDef) -> str:
-    """The `USING` expression converting the checked values exactly as the parser reads them."""
-    src, dst = before.type, after.type
-    if dst in TEXTUAL:
-        return as_text(col, src)
-    if src in TEXTUAL:
-        return column_type(dst).csv_cast(col) if dst == "boolean" else (
-            f"trim({col})::{column_type(dst).pg_name}")
-    if (src, dst) == ("date", "timestamp"):
-        return f"({col}::timestamp AT TIME ZONE 'UTC')"
-    if (src, dst) == ("timestamp", "date"):
-        return f"({col} AT TIME ZONE 'UTC')::date"
-    return f"{col}::{column_type(dst).pg_name}"
 
 
 async def alter_column(conn: AsyncConnection, app_uid: uuid.UUID, definition: TableDef,
@@ -352,7 +293,7 @@ async def alter_column(conn: AsyncConnection, app_uid: uuid.UUID, definition: Ta
     if before.type != after.type and column_type(before.type).pg_name != column_type(after.type).pg_name:
         await conn.execute(text(
             f"ALTER TABLE {target} ALTER COLUMN {col} TYPE {column_type(after.type).pg_name} "
-            f"USING {_using(col, before, after)}"))
+            f"USING {conversion_sql(col, before, after)}"))
     if after.options is not None:
         compiled = compile_table(app_uid, definition, MetaData())  # holds `after`'s CHECK
         constraint = next(c for c in compiled.table.constraints if c.name == check)
