@@ -2,11 +2,12 @@
 
 An ASGI middleware watches mutating `/admin` requests. After the route has answered 2xx, and
 before the response leaves, it records one entry: the action the route names where it is
-declared (`create_table` is `table.create`, `put_member` is `member.put`), the target (what was changed, as a path under the app),
-and a summary with secrets removed (`console.audit.sanitized`): the created object as the
-response shows it (a user's email and uid, never the password), the body of a change, or
-nothing for a delete. Routes that record their own entries in their own transaction (the
-console routes of section 2a) mark the request with `audited_by_route`, and are skipped.
+declared (`create_table` is `table.create`, `put_member` is `member.put`), the target (what
+was changed, as a path under the app), and a summary with secrets removed
+(`console.audit.sanitized`): the created object as the response shows it (a user's email and
+uid, never the password), the body of a change, or nothing for a delete. Routes that record
+their own entries in their own transaction (the console routes of section 2a) mark the
+request with `audited_by_route`, and are skipped.
 
 Recording at the edge keeps the admin services free of audit calls. The price: the entry is
 written just after the change commits, in a transaction of its own; a crash between the two
