@@ -141,12 +141,13 @@ def _table_paths(app: str, table: CompiledTable) -> dict[str, Any]:
                 "parameters": [
                     {"name": "lastEventId", "in": "query", "schema": {"type": "string"}},
                     {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}},
+                    expand,
                 ],
                 "responses": {
                     "200": {"description": "Server-Sent Events; each frame's data is one of "
                                            "the event schemas", "content": {
                                                "text/event-stream": {"schema": events}}},
-                    **{k: v for k, v in _responses("200", None, 406).items() if k != "200"},
+                    **{k: v for k, v in _responses("200", None, 400, 406).items() if k != "200"},
                 },
             },
         },
