@@ -161,10 +161,9 @@ class Session:
 
     async def bulk_update(self, table: str, filter: dict[str, Any], values: dict[str, Any]) -> int:
         async with self._access(table, "update") as (ex, access):
-            tree = parse_filter(filter)
-            bulk.checked_plan(access, tree)
+            plan = bulk.checked_plan(access, parse_filter(filter))
             typed = column_values(access.table, values, creating=False)
-            return await bulk.bulk_update(ex, access, tree, typed)
+            return await bulk.bulk_update(ex, access, plan, typed)
 
     async def bulk_delete(self, table: str, filter: dict[str, Any]) -> int:
         async with self._access(table, "delete") as (ex, access):

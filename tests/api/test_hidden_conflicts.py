@@ -83,3 +83,49 @@ def test_member_guessing_over_rest_gets_409s_then_429_and_rows_it_may_read_never
     assert int(answers[-1].headers["Retry-After"]) >= 1
     # The import counts against the same limit.
     expect(_import(member, world, "ssn,status\n123-45-6789,public\n"), 429, "TOO_MANY_REQUESTS")
+
+
+def _people_with_a_team(world: AppWorld) -> tuple[Caller, str]:
+    """People referencing a soft-delete table: their writes run in a transaction (the
+    reference is checked live first), the path where a conflict aborts the statement."""
+    world.table("teams", [{"name": "name", "type": "text"}], softDelete=True)
+    world.table("people", [{"name": "ssn", "type": "text", "unique": True},
+                           {"name": "status", "type": "text"},
+                           {"name": "team", "type": "reference", "references": "teams"}])
+    world.role("member", ["people:*", "teams:*"], {"people": {"status": {"eq": "public"}}},
+               {"people": ["ssn"]})
+    org = world.org("A")
+    team = expect(world.admin.post(f"{world.base}/tables/teams/rows",
+                                   json={"org": org, "name": "blue"}), 201)["uid"]
+    expect(world.admin.post(f"{world.base}/tables/people/rows",
+                            json={"org": org, "ssn": "123-45-6789", "status": "secret"}), 201)
+    return world.caller(org, ["member"]), team
+
+
+def test_member_guessing_in_writes_that_need_a_transaction_gets_409s_then_429(
+        world: AppWorld) -> None:
+    member, team = _people_with_a_team(world)
+    rows = world.rows("people")
+    mine = expect(member.post(rows, json={"ssn": "mine", "status": "public", "team": team}),
+                  201)["uid"]
+    guess = {"ssn": "123-45-6789", "status": "public", "team": team}
+    creates = [member.post(rows, json=guess) for _ in range(5)]
+    updates = [member.patch(f"{rows}/{mine}", json=guess) for _ in range(5)]
+    assert [a.status_code for a in creates + updates] == [409] * 10
+    # The eleventh guess, a create, an update or a bulk update alike, is refused by the limit.
+    expect(member.post(rows, json=guess), 429, "TOO_MANY_REQUESTS")
+    expect(member.patch(f"{rows}/{mine}", json=guess), 429, "TOO_MANY_REQUESTS")
+    bulk = member.patch(rows, params={"status": "public"}, json={"set": {"ssn": "123-45-6789"}})
+    expect(bulk, 429, "TOO_MANY_REQUESTS")
+    # Nothing was written by any of them.
+    assert [r["uid"] for r in expect(member.get(rows), 200)["items"]] == [mine]
+
+
+def test_member_bulk_updating_onto_a_hidden_value_counts_against_the_limit(
+        world: AppWorld) -> None:
+    member, _ = _people(world)
+    rows = world.rows("people")
+    expect(member.post(rows, json={"ssn": "mine", "status": "public"}), 201)
+    guess = {"set": {"ssn": "123-45-6789"}}
+    answers = [member.patch(rows, params={"status": "public"}, json=guess) for _ in range(11)]
+    assert [a.status_code for a in answers] == [409] * 10 + [429]

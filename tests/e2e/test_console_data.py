@@ -1,5 +1,6 @@
 """The operator's data grid in the browser: keyboard editing, live events reaching a member's
-stream, "view as" a member, the dry run of a role, CSV import errors and the stale-row warning.
+stream, "view as" a member, the dry run of a role, CSV import errors, the stale-row warning and
+the total of the rows a filter matches.
 
 The shop (tests/console_world.py): invoices in two orgs, clerks, and a `viewer` role that hides
 drafts and redacts `amount`.
@@ -17,6 +18,7 @@ from tests.console_world import Shop, build_shop
 from tests.e2e.conftest import confirm, go, new_page, screenshot, sign_in
 from tests.scenario import AppWorld
 from tests.scenario import expect as expect_status
+from tests.sse import db_fetch
 
 
 @pytest.fixture
@@ -432,3 +434,48 @@ def test_reference_cells_name_and_link_the_referenced_row_and_a_member_sees_only
     expect(console.get_by_test_id("viewing-as")).to_contain_text(viewer["email"])
     expect(cell(console, invoice["number"], "vendor_uid")).to_have_text(vendor["uid"])
     expect(cell(console, invoice["number"], "vendor_uid").get_by_role("link")).to_have_count(0)
+
+
+def test_operator_sees_an_estimated_total_and_counts_the_rows_of_a_filter_exactly(
+        console: Page, shop: Shop, database_url: str) -> None:
+    for org, count, status in [(shop.north, 40, "paid"), (shop.north, 30, "received"),
+                               (shop.south, 5, "paid")]:
+        csv = "number,status\n" + "".join(f"{org[:8]}-{status}-{i},{status}\n" for i in range(count))
+        expect_status(shop.admin.post(f"{shop.admin_rows()}/import", params={"org": org},
+                                      content=csv, headers={"Content-Type": "text/csv"}), 201)
+    # What autovacuum would do in time: the estimate is as good as the table's statistics.
+    db_fetch(database_url, f'ANALYZE "app_{shop.app_uid().hex}".invoices')
+    estimate = re.compile(r"^≈ [\d,]+ rows?$")
+    total = console.get_by_test_id("row-total")
+    count_rows = console.get_by_role("button", name="Count rows")
+
+    go(console, shop.world, "data/invoices")
+    console.get_by_label("Page size").select_option("25")  # all drawn (the grid draws what fits)
+    expect(rows(console)).to_have_count(25)
+    expect(total).to_have_text(estimate)
+    expect(total).to_have_attribute("title", re.compile("estimate"))
+    count_rows.click()
+    expect(total).to_have_text("75 rows")
+    expect(count_rows).to_have_count(0)
+
+    # Another filter: its estimate replaces the count of the last one, and is counted anew.
+    console.get_by_label("Org filter").select_option(label="North")
+    expect(total).to_have_text(estimate)
+    console.get_by_text("Filter", exact=True).click()
+    console.get_by_label("Filter JSON").fill('{"status": "paid"}')
+    console.get_by_role("button", name="Apply JSON").click()
+    expect(rows(console)).to_have_count(25)
+    expect(total).to_have_text(estimate)
+    screenshot(console, "row-total")
+    count_rows.click()
+    expect(total).to_have_text("40 rows")
+
+    # The count holds across pages of the same filter; a live change says it may have moved.
+    console.get_by_role("button", name="Next →").click()
+    expect(rows(console)).to_have_count(15)
+    expect(total).to_have_text("40 rows")
+    expect(console.get_by_test_id("feed-state")).to_have_text("live: live")
+    shop.invoice(status="paid", number="LIVE-1")
+    expect(total).to_have_text(re.compile(r"^40 rows at "))
+    count_rows.click()
+    expect(total).to_have_text("41 rows")

@@ -16,6 +16,7 @@ from authoric.plan.access import Access
 from authoric.plan.plan import Plan
 from authoric.plan.runner import ConnectionExecutor
 from authoric.query.filters import EVERYTHING, Node
+from authoric.records.conflicts import fetch_or_explain
 from authoric.records.references import refuse_if_referenced, require_live_targets
 
 
@@ -28,14 +29,16 @@ def checked_plan(access: Access, filter_tree: Node) -> Plan:
     return plan
 
 
-async def bulk_update(ex: ConnectionExecutor, access: Access, filter_tree: Node,
+async def bulk_update(ex: ConnectionExecutor, access: Access, plan: Plan,
                       values: dict[str, Any]) -> int:
-    plan = checked_plan(access, filter_tree)
+    """Set `values` on the rows of `plan` (from `checked_plan`, which the caller runs first so
+    that a bad filter is refused before a bad body)."""
     await require_live_targets(ex, access, values)
     if not values:
         raise ValidationFailed("`set` names no column")
     table = access.table.table
-    updated = [r["uid"] for r in await ex.fetch(plan.update(values).returning(table.c.uid))]
+    updated = [r["uid"] for r in await fetch_or_explain(
+        ex, access, plan.update(values).returning(table.c.uid), values)]
     if updated and access.decision.policy is not None:
         still = (await ex.fetch(select(func.count().label("n")).select_from(table).where(and_(
             table.c.uid == any_(literal(updated, ARRAY(table.c.uid.type))), access.decision.policy))))[0]["n"]

@@ -37,6 +37,7 @@ from authoric.plan.request import TableRequest
 from authoric.plan.runner import ConnectionExecutor, Executor
 from authoric.policy.principal import Principal
 from authoric.records import bulk, csv_export, csv_import, reads, writes
+from authoric.records.conflicts import UnexplainedConflict, explain_after_rollback
 from authoric.records.csv_fast import Spool
 from authoric.records.expand import expand_rows, expansion_tree
 from authoric.records.values import bulk_set_values, column_values
@@ -115,7 +116,11 @@ async def execute(caller: Caller, request: TableRequest,
     if count == "estimate":
         raise BadRequest("count=estimate is the operator's (the console's rows); members "
                          "count exactly", {"count": count})
-    result = await _run(caller, access, request, chunks)
+    try:
+        result = await _run(caller, access, request, chunks)
+    except UnexplainedConflict as pending:  # the transaction rolled back: ask on a fresh one
+        async with caller.transaction() as tx:
+            await explain_after_rollback(tx.ex, pending)
     if tree:
         shown = result["items"] if request.operation == "list" else [result]
         # A writer who may not read the row gets {"uid"} alone: nothing to expand.
@@ -187,9 +192,9 @@ async def _in_transaction(ex: ConnectionExecutor, access: Access, request: Table
         return None
     tree = request.filter.get()
     if op == "update_where":
-        bulk.checked_plan(access, tree)
+        plan = bulk.checked_plan(access, tree)
         values = bulk_set_values(access.table, request.body.get())
-        return {"count": await bulk.bulk_update(ex, access, tree, values)}
+        return {"count": await bulk.bulk_update(ex, access, plan, values)}
     if op == "delete_where":
         return {"count": await bulk.bulk_delete(ex, access, tree)}
     raise AssertionError(f"no such operation {op!r}")

@@ -18,12 +18,12 @@ from sqlalchemy import and_, exists, literal, select
 from uuid6 import uuid7
 
 from authoric.changes.log import DELETE, UPDATE
-from authoric.errors import Conflict, Forbidden, NotFound
+from authoric.errors import Forbidden, NotFound
 from authoric.plan.access import Access, reader
 from authoric.plan.plan import Plan, governed_rows
 from authoric.plan.runner import Executor
 from authoric.policy.decision import Decision
-from authoric.records.conflicts import explain_unique_conflict, is_unique_violation
+from authoric.records.conflicts import fetch_or_explain
 from authoric.records.references import refuse_if_referenced, require_live_targets
 
 
@@ -44,13 +44,8 @@ async def write_at_once(ex: Executor, access: Access, uid: uuid.UUID,
     principal = access.principal
     read = reader(access.snapshot, principal, access.table) if values is not None else None
     op = UPDATE if values is not None else DELETE
-    try:
-        rows = await ex.fetch(Plan(access).change_one(uid, op, values, read, principal.user_uid,
-                                                      ex.guard))
-    except Conflict as conflict:
-        if values is None or not is_unique_violation(conflict):
-            raise
-        await explain_unique_conflict(ex, access, values, conflict)
+    rows = await fetch_or_explain(ex, access, Plan(access).change_one(
+        uid, op, values, read, principal.user_uid, ex.guard), values)
     if ex.guard is not None:
         rows = ex.guard.check(rows)
     if not rows:
@@ -64,12 +59,7 @@ async def create_row(ex: Executor, access: Access, values: dict[str, Any]) -> di
     uid = uuid7()
     read = reader(access.snapshot, principal, table)
     statement = Plan(access).create(uid, values, read, ex.guard, principal.user_uid)
-    try:
-        rows = await ex.fetch(statement)
-    except Conflict as conflict:
-        if not is_unique_violation(conflict):
-            raise
-        await explain_unique_conflict(ex, access, values, conflict)
+    rows = await fetch_or_explain(ex, access, statement, values)
     if ex.guard is not None:
         rows = ex.guard.check(rows)
     if not rows:  # the row policy refused the row as written: nothing was inserted
@@ -81,8 +71,8 @@ async def update_row(ex: Executor, access: Access, uid: uuid.UUID,
                      values: dict[str, Any]) -> dict[str, Any]:
     await require_live_targets(ex, access, values)
     read = reader(access.snapshot, access.principal, access.table)
-    rows = await ex.fetch(Plan(access).change_one(uid, UPDATE, values, read,
-                                                  access.principal.user_uid))
+    rows = await fetch_or_explain(ex, access, Plan(access).change_one(
+        uid, UPDATE, values, read, access.principal.user_uid), values)
     if not rows:
         await _explain_miss(ex, access, uid)
     row = rows[0]
