@@ -16,6 +16,7 @@ INVOICE_COLUMNS = [
     {"name": "status", "type": "text"},
     {"name": "amount", "type": "numeric"},
     {"name": "seq", "type": "integer"},
+    {"name": "due", "type": "date"},
 ]
 
 

@@ -183,3 +183,48 @@ def test_live_queries_converge_to_a_fresh_list_after_a_mix_of_writes(
         assert [r["seq"] for r in lives["followed"].rows][-1] == 42
         for live in lives.values():
             live.close()
+
+
+def test_live_queries_ordered_by_a_decimal_and_by_a_date_follow_every_write_without_reloading(
+        server: ServerProcess, acme: Shop) -> None:
+    """The client reads the columns' kinds from the app's OpenAPI document, so it orders
+    `"9.99"` before `"10.5"` and compares dates as dates: every write is applied where it
+    lands, and the rows still equal a fresh list."""
+    by_amount = {"filter": {"amount": {"gte": "10"}}, "order": "-amount"}
+    by_due = {"filter": {"due": {"lt": "2027-01-01"}}, "order": "due", "limit": 4}
+    with _signed_in(server.url, acme) as db:
+        invoices = db.table("invoices")
+        lives = {"amount": invoices.live_query(**by_amount), "due": invoices.live_query(**by_due)}
+        made = {}
+        for number, amount, due in (("D-1", "9.99", "2026-03-01"), ("D-2", "10", "2026-12-31"),
+                                    ("D-3", "100.5", "2026-01-15"), ("D-4", "25.25", "2027-02-01"),
+                                    ("D-5", "10.50", None), ("D-6", None, "2025-12-31")):
+            made[number] = invoices.create({"number": number, "amount": amount, "due": due})
+        invoices.update(made["D-3"]["uid"], {"amount": "5"})  # leaves the amount query
+        invoices.update(made["D-1"]["uid"], {"amount": "1000.0"})  # enters it, first
+        invoices.update(made["D-2"]["uid"], {"due": "2025-01-01"})  # moves to the front by due
+        invoices.delete(made["D-4"]["uid"])
+        invoices.create({"number": "D-7", "amount": "12", "due": "2026-06-01"})  # past the window
+        for name, query in (("amount", by_amount), ("due", by_due)):
+            _converged(db, lives[name], query)
+        assert [r["number"] for r in lives["amount"].rows] == ["D-1", "D-7", "D-5", "D-2"]
+        assert [r["number"] for r in lives["due"].rows] == ["D-2", "D-6", "D-3", "D-1"]
+        assert (lives["amount"].loads, lives["due"].loads) == (1, 1), "no write needed a reload"
+        for live in lives.values():
+            live.close()
+
+
+def test_a_live_query_with_expand_holds_each_row_with_its_referenced_row_as_a_list_would(
+        server: ServerProcess, acme: Shop) -> None:
+    query = {"order": "seq", "expand": ["vendor"]}
+    with _signed_in(server.url, acme) as db:
+        vendor = db.table("vendors").create({"name": "Acme"})
+        invoices = db.table("invoices")
+        live = invoices.live_query(**query)
+        first = invoices.create({"number": "X-1", "seq": 1, "vendor_uid": vendor["uid"]})
+        invoices.create({"number": "X-2", "seq": 2})
+        invoices.update(first["uid"], {"seq": 3})
+        _converged(db, live, query)
+        assert [(r["number"], r["expand"]["vendor"]) for r in live.rows] == [
+            ("X-2", None), ("X-1", vendor)]
+        live.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from authoric_client.kinds import Kinds, kinds_of
 from authoric_client.sse import Frame, FrameParser
 from authoric_client.window import Order, Window, matches
 from hypothesis import given, settings
@@ -31,6 +32,45 @@ def test_filters_are_decided_here_only_when_the_answer_is_certain() -> None:
     assert matches(row, {"status": {"like": "op%"}}) is None
     assert matches(row, {"status": {"gt": "a"}}) is None  # text order is the collation's
     assert matches(row, {"and": [{"status": "paid"}, {"status": {"like": "x"}}]}) is False
+
+
+KINDS: Kinds = {"uid": "uuid", "status": "text", "seq": "integer", "amount": "numeric",
+                "due": "date", "createdAt": "timestamp", "meta": "json"}
+
+
+def test_with_column_kinds_numbers_dates_and_times_compare_as_values() -> None:
+    row = {"uid": "1", "status": "open", "seq": 3, "amount": "9.99", "due": "2026-03-01",
+           "createdAt": "2026-01-01T10:00:00+02:00", "meta": {"a": 1}}
+    assert matches(row, {"amount": {"lt": "10.5"}}, KINDS) is True  # as text, "9.99" > "10.5"
+    assert matches(row, {"amount": "9.990"}, KINDS) is True  # the server's spelling may differ
+    assert matches(row, {"amount": {"in": ["1", 9.99]}}, KINDS) is True
+    assert matches(row, {"due": {"gte": "2026-02-28", "lt": "2026-03-02"}}, KINDS) is True
+    assert matches(row, {"createdAt": {"lt": "2026-01-01T09:00:00Z"}}, KINDS) is True
+    assert matches(row, {"seq": {"gt": "2"}}, KINDS) is True
+    assert matches({**row, "amount": None}, {"amount": {"gte": "0"}}, KINDS) is False  # NULL
+    assert matches({**row, "amount": "[redacted]"}, {"amount": {"gte": "0"}}, KINDS) is None
+    assert matches(row, {"status": {"gt": "a"}}, KINDS) is None  # the collation's order
+    assert matches(row, {"meta": {"a": 1}}, KINDS) is None
+    early = {"uid": "2", "amount": "10.5", "due": "2025-12-31", "status": "b"}
+    assert Order("amount", KINDS).before(row, early) is True
+    assert Order("-due", KINDS).before(row, early) is True
+    assert Order("status", KINDS).before(row, early) is None
+
+
+def test_kinds_are_read_from_a_row_schema_of_the_openapi_document() -> None:
+    doc = {"components": {"schemas": {"invoices": {"properties": {
+        "uid": {"type": "string", "format": "uuid"},
+        "amount": {"anyOf": [{"type": "string", "format": "decimal"}, {"type": "null"},
+                             {"type": "string", "enum": ["[redacted]"]}]},
+        "seq": {"anyOf": [{"type": "integer", "format": "int64"}, {"type": "null"}]},
+        "due": {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]},
+        "status": {"anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}]},
+        "meta": {"description": "any JSON value"},
+        "createdAt": {"type": "string", "format": "date-time"}}}}}}
+    assert kinds_of(doc, "invoices") == {"uid": "uuid", "amount": "numeric", "seq": "integer",
+                                         "due": "date", "status": "text", "meta": "json",
+                                         "createdAt": "timestamp"}
+    assert kinds_of(doc, "vendors") == {}
 
 
 def test_orders_are_known_for_uid_server_times_integers_and_booleans_only() -> None:
@@ -60,12 +100,13 @@ OPS = st.lists(st.tuples(st.sampled_from(["upsert", "delete"]), st.integers(0, 9
 
 
 @settings(max_examples=300, deadline=None)
-@given(OPS, st.booleans(), st.none() | st.integers(1, 4), st.booleans())
+@given(OPS, st.booleans(), st.none() | st.integers(1, 4), st.booleans(), st.booleans())
 def test_a_window_always_equals_a_fresh_list_or_asks_for_a_reload(
         ops: list[tuple[str, int, int | None, str]], descending: bool, limit: int | None,
-        exact_next: bool) -> None:
+        exact_next: bool, typed: bool) -> None:
     truth: dict[str, Row] = {}
-    window = Window({"status": "open"}, "-seq" if descending else "seq", limit)
+    window = Window({"status": "open"}, "-seq" if descending else "seq", limit,
+                    KINDS if typed else None)
 
     def reload() -> None:
         every = _expected(truth, descending, None)

@@ -21,7 +21,11 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     # decides on tables: uses the query compiler, never the plans built on top of it
     "policy": ("plan", "records", "realtime", "http", "openapi", "console"),
     # the tables themselves: nothing that serves them
-    "catalog": ("query", "plan", "records", "http", "console"),
+    "catalog": ("query", "plan", "records", "realtime", "http", "openapi", "console"),
+    # the live feed's transport: served over http, described by openapi
+    "realtime": ("http", "openapi", "console"),
+    # describes the catalog and the feed; served by http
+    "openapi": ("plan", "records", "http", "console"),
     "plan": ("records", "realtime", "http", "openapi", "console"),
 }
 

@@ -17,7 +17,6 @@ from sqlalchemy import MetaData
 
 from authoric.catalog import types
 from authoric.catalog.model import TableDef, check_columns
-from authoric.catalog.openapi_doc import row_schema
 from authoric.catalog.schema import compile_table
 from authoric.catalog.types import (
     COLUMN_TYPES,
@@ -31,6 +30,7 @@ from authoric.catalog.types import (
     render,
     rfc3339,
 )
+from authoric.openapi.document import row_schema
 from authoric.records.csv_fast import cell_cast
 
 CONTRACT_TYPES = ("text", "integer", "numeric", "boolean", "timestamp", "date", "uuid", "json",

@@ -1,12 +1,13 @@
 """Audit entries for the section 2 admin routes, recorded at the edge.
 
 An ASGI middleware watches mutating `/admin` requests. After the route has answered 2xx, and
-before the response leaves, it records one entry: the action named by the route template
-(`table.create`, `member.put`...), the target (what was changed, as a path under the app),
-and a summary with secrets removed (`console.audit.sanitized`): the created object as the
-response shows it (a user's email and uid, never the password), the body of a change, or
-nothing for a delete. Routes that record their own entries in their own transaction (the
-console routes of section 2a) mark the request with `audited_by_route`, and are skipped.
+before the response leaves, it records one entry: the action the route names where it is
+declared (`create_table` is `table.create`, `put_member` is `member.put`), the target (what
+was changed, as a path under the app), and a summary with secrets removed
+(`console.audit.sanitized`): the created object as the response shows it (a user's email and
+uid, never the password), the body of a change, or nothing for a delete. Routes that record
+their own entries in their own transaction (the console routes of section 2a) mark the
+request with `audited_by_route`, and are skipped.
 
 Recording at the edge keeps the admin services free of audit calls. The price: the entry is
 written just after the change commits, in a transaction of its own; a crash between the two
@@ -36,28 +37,17 @@ APP_PATH = re.compile(r"^/admin/apps/([^/]+)")
 APPS = "/admin/apps"
 MAX_CAPTURE = 1 << 20  # admin bodies are small JSON documents; larger ones are not summarized
 
-# (method, route template) → action. Anything else that changes /admin is `admin.change`.
-ACTIONS: dict[tuple[str, str], str] = {
-    ("POST", APPS): "app.create",
-    ("PATCH", APPS + "/{app}"): "app.update",
-    ("DELETE", APPS + "/{app}"): "app.delete",
-    ("POST", APPS + "/{app}/tables"): "table.create",
-    ("PATCH", APPS + "/{app}/tables/{table}"): "table.update",
-    ("DELETE", APPS + "/{app}/tables/{table}"): "table.delete",
-    ("POST", APPS + "/{app}/orgs"): "org.create",
-    ("DELETE", APPS + "/{app}/orgs/{org}"): "org.delete",
-    ("POST", APPS + "/{app}/users"): "user.create",
-    ("DELETE", APPS + "/{app}/users/{user}"): "user.delete",
-    ("PUT", APPS + "/{app}/orgs/{org}/members/{user}"): "member.put",
-    ("DELETE", APPS + "/{app}/orgs/{org}/members/{user}"): "member.delete",
-    ("PUT", APPS + "/{app}/roles/{role}"): "role.put",
-    ("DELETE", APPS + "/{app}/roles/{role}"): "role.delete",
-    ("PUT", APPS + "/{app}/tables/{table}/indexes/{name}"): "index.put",
-    ("DELETE", APPS + "/{app}/tables/{table}/indexes/{name}"): "index.delete",
-}
-# What a create's target is, from the object the response returns.
-CREATED_TARGET = {"table.create": ("tables", "name"), "org.create": ("orgs", "uid"),
-                  "user.create": ("users", "uid")}
+# The audit log calls a PATCH an update; every other verb is the route's own word.
+VERB_WORDS = {"patch": "update"}
+
+
+def action_of(route: Any) -> str:
+    """The action a section 2 admin route records, read from the route itself: its name (the
+    endpoint's, `create_app`, `patch_table`, `put_member`) is `{verb}_{object}`, and the action
+    is `{object}.{verb}` (`app.create`, `table.update`, `member.put`). A route is declared once
+    and names its own action; a name of another form records `admin.change`."""
+    verb, _, noun = str(getattr(route, "name", "")).partition("_")
+    return f"{noun}.{VERB_WORDS.get(verb, verb)}" if verb and noun else "admin.change"
 
 
 def audited_by_route(request: Request) -> None:
@@ -74,11 +64,11 @@ def _json(raw: bytes) -> Any:
 
 def _target(template: str, params: dict[str, Any], action: str, response: Any,
             app_name: str) -> str:
-    """What was changed: the app's name for the app itself, else its path under the app."""
-    created = CREATED_TARGET.get(action)
-    if created is not None and isinstance(response, dict):
-        return f"{created[0]}/{response.get(created[1])}"
+    """What was changed: the app's name for the app itself, else its path under the app; for
+    a create, the object the response returns, by its uid (a table has none: by its name)."""
     rest = template.removeprefix(APPS).removeprefix("/{app}").strip("/")
+    if action.endswith(".create") and rest and isinstance(response, dict):
+        return f"{rest}/{response.get('uid', response.get('name'))}"
     for key, value in params.items():
         rest = rest.replace("{" + key + "}", str(value))
     return rest or app_name
@@ -142,7 +132,7 @@ class AdminAudit:
         if not 200 <= status < 300 or scope.get(AUDITED_BY_ROUTE) or route is None:
             return
         method, template = scope["method"], str(getattr(route, "path", ""))
-        action = ACTIONS.get((method, template), "admin.change")
+        action = action_of(route)
         response = _json(b"".join(m.get("body", b"") for m in held[1:]))
         if app is None and action == "app.create" and isinstance(response, dict):
             app = {"uid": uuid.UUID(str(response["uid"])), "name": response.get("name")}

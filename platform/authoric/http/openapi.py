@@ -12,8 +12,8 @@ from fastapi import APIRouter, Request
 from authoric.auth.admin import is_admin_token
 from authoric.auth.principals import authenticate
 from authoric.catalog.apps import find_app
-from authoric.catalog.openapi_doc import app_openapi, member_openapi
 from authoric.http.context import services
+from authoric.openapi.document import app_openapi, member_openapi
 
 router = APIRouter(tags=["openapi"])
 

@@ -16,6 +16,7 @@ from typing import Any, Generic, Literal, Protocol, cast
 import httpx
 
 from authoric_client.errors import AuthoricError
+from authoric_client.kinds import Kind, kinds_of
 from authoric_client.live import AsyncLiveQuery
 from authoric_client.models import Page, Status
 from authoric_client.session import Session
@@ -102,6 +103,10 @@ class AsyncTable(Generic[R, N, P, F, Ord]):
                                               headers={"Content-Type": "text/csv"})
         return int(response.json()["inserted"])
 
+    async def kinds(self, fresh: bool = False) -> dict[str, Kind]:
+        """The kind of each field of this table's rows, from the app's OpenAPI document."""
+        return kinds_of(await self._client.openapi(fresh), self.name)
+
     def subscribe(self, *, last_event_id: str | None = None, expand: Sequence[str] | None = None,
                   on_status: Callable[[Status], None] | None = None) -> AsyncSubscription[R]:
         return self._client.stream(f"{self.path}/subscribe", expand_params(expand),
@@ -149,6 +154,7 @@ class AsyncClient(Generic[S]):
         self._backoff = backoff
         self._read_timeout = read_timeout
         self.auth = Session(self._http, f"/{app}", clock)
+        self._openapi: dict[str, Any] | None = None
 
     @property
     def table(self) -> S:
@@ -169,6 +175,13 @@ class AsyncClient(Generic[S]):
         return AsyncSubscription(self._http, self.auth, path, params, last_event_id=last_event_id,
                                  on_status=on_status, backoff=self._backoff,
                                  read_timeout=self._read_timeout)
+
+    async def openapi(self, fresh: bool = False) -> dict[str, Any]:
+        """The app's OpenAPI document as the signed-in user sees it (read once, and again when
+        `fresh`: after a schema change)."""
+        if self._openapi is None or fresh:
+            self._openapi = (await self.request("GET", f"/{self.app}/openapi.json")).json()
+        return self._openapi
 
     async def request(self, method: str, path: str, **kw: Any) -> httpx.Response:
         """One call with the session's token; a `TOKEN_EXPIRED` refreshes and retries once."""

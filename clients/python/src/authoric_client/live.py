@@ -9,10 +9,15 @@ received before it) ends at the server's state: nothing is missed, nothing is ke
   drop that came before any event had an id) and on every `resync`; a reconnection that
   resumes with `Last-Event-ID` needs no reload.
 - Inserts and updates are placed by the query's order, deletes removed by `rowUid`, rows that
-  stop matching the filter leave, as far as window.py can decide that here; otherwise, and
+  stop matching the filter leave, as far as window.py can decide that here (with the columns'
+  kinds from the app's OpenAPI document, read before the first load and again after a
+  `schema_change` resync, so numbers, decimals, dates and timestamps compare as values); otherwise, and
   when a window with a `limit` loses a row, the list is loaded again (once for a burst of
   events: it waits until no event is pending).
 - Without a `limit` the rows are every matching row (loaded page by page).
+- With `expand`, an event whose row comes without `expand` (the server's streams do not
+  expand rows yet) is not applied: the list is loaded again, so the rows stay what a list with
+  `expand` returns.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
+from authoric_client.errors import AuthoricError
 from authoric_client.models import Event
 from authoric_client.window import Window
 
@@ -40,6 +46,7 @@ class AsyncLiveQuery(Generic[R]):
                  on_change: Callable[[list[R]], None] | None) -> None:
         self._table = table
         self._window = Window(filter, order, limit)
+        self._kinds_read = False  # the columns' kinds are read before the first load
         self._expand = list(expand) if expand else None
         self._on_change = on_change
         self._subscription = table.subscribe(expand=expand)
@@ -85,7 +92,7 @@ class AsyncLiveQuery(Generic[R]):
         try:
             async for event in self._subscription:
                 if self._reload_now(event):
-                    await self._load()
+                    await self._load(fresh_kinds=event.reason == "schema_change")
                     stale = 0
                     continue
                 if not self._apply(event) or stale:
@@ -108,6 +115,8 @@ class AsyncLiveQuery(Generic[R]):
     def _apply(self, event: Event[Any]) -> bool:
         """Apply one event; False when the rows must be loaded again to be right."""
         if event.op in ("insert", "update") and isinstance(event.row, Mapping):
+            if self._expand and "expand" not in event.row:
+                return False  # the stream sent the row unexpanded: only a list expands it
             done = self._window.upsert(event.row)
         elif event.op == "delete":
             done = self._window.remove(event.row_uid)
@@ -116,10 +125,11 @@ class AsyncLiveQuery(Generic[R]):
         self._publish()
         return done
 
-    async def _load(self) -> None:
+    async def _load(self, fresh_kinds: bool = False) -> None:
         attempt = 0
         while True:
             try:
+                await self._read_kinds(fresh_kinds)
                 rows, complete = await self._fetch()
                 break
             except httpx.TransportError:  # the server is restarting: the stream will resume too
@@ -129,6 +139,15 @@ class AsyncLiveQuery(Generic[R]):
         self.loads += 1
         self._publish()
         self._loaded.set()
+
+    async def _read_kinds(self, fresh: bool) -> None:
+        if self._kinds_read and not fresh:
+            return
+        try:
+            self._window.kinds = await self._table.kinds(fresh)
+        except AuthoricError:  # no document for this user: judge by the values instead
+            self._window.kinds = {}
+        self._kinds_read = True
 
     async def _fetch(self) -> tuple[list[Any], bool]:
         window = self._window

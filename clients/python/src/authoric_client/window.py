@@ -1,16 +1,17 @@
 """The rows of a list query and how one event changes them, decided without the server where
 that is certain, and `None` ("refetch") where it is not. Pure: no I/O.
 
-Followed event by event:
-- filters made of equality tests (`{"col": v}`, `eq`, `ne`, `in`, `nin`, `is_null`), `lt`,
-  `lte`, `gt`, `gte` between integers or booleans, and `and` / `or` / `not` of those. Strings
-  compare exactly when they are plain text; a string that reads as a number, a date, a time or
-  a uid (where the server's canonical form may differ from the filter's: `10.0` vs `10.00`) is
-  decided only when it is the very same string, otherwise the window is refetched;
-- orders by `uid`, `createdAt`, `updatedAt`, or a column holding integers or booleans
-  (PostgreSQL's order for those is known; text order follows the database's collation, so
-  an order by a text column refetches on every change).
-Everything else (`like`, `search`, ranges over text or decimals, orders by text) refetches.
+With the columns' kinds (kinds.py, from the app's OpenAPI document), followed event by event:
+- `{"col": v}`, `eq`, `ne`, `in`, `nin`, `is_null` on every kind but json; `lt`, `lte`, `gt`,
+  `gte` on integer, numeric, boolean, date, timestamp and uuid columns, compared as those
+  values (`"9.99" < "10.5"`, `10.0 == 10.00`); `and` / `or` / `not` of those;
+- orders by `uid` or a column of those kinds.
+Text ranges and text orders (the database's collation decides them), `like`, `search`, json
+values and `$principal` refetch.
+
+A column whose kind is not known (the document could not be read) is judged by its values:
+integers and booleans compare, strings only when they are the very same string, and orders
+by `createdAt`, `updatedAt` or integer and boolean values are followed.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from authoric_client.kinds import ORDERED, Kind, Kinds, key
 
 Maybe = bool | None  # True, False, or None: "cannot tell here"
 SERVER_TIMES = ("createdAt", "updatedAt")
@@ -40,9 +43,20 @@ def _looks_typed(text: str) -> bool:
     return False
 
 
-def _equal(value: Any, wanted: Any) -> Maybe:
+REDACTED = "[redacted]"
+
+
+def _equal(value: Any, wanted: Any, kind: Kind | None) -> Maybe:
     if value is None or wanted is None:
         return value is None and wanted is None
+    if kind in ORDERED:
+        a, b = key(kind, value), key(kind, wanted)
+        return None if a is None or b is None else bool(a == b)
+    if kind == "text":
+        plain = isinstance(value, str) and isinstance(wanted, str) and value != REDACTED
+        return value == wanted if plain else None
+    if kind == "json":
+        return None
     if isinstance(value, bool) or isinstance(wanted, bool):
         return value == wanted if isinstance(value, bool) and isinstance(wanted, bool) else None
     if isinstance(value, int) and isinstance(wanted, int):
@@ -70,17 +84,26 @@ def _not(result: Maybe) -> Maybe:
     return None if result is None else not result
 
 
-def _test(value: Any, op: str, arg: Any) -> Maybe:
+def _test(value: Any, op: str, arg: Any, kind: Kind | None) -> Maybe:
+    if isinstance(arg, Mapping):  # {"$principal": ...}: the server's to resolve
+        return None
     if op == "eq":
-        return _equal(value, arg)
+        return _equal(value, arg, kind)
     if op == "ne":
-        return None if value is None else _not(_equal(value, arg))
+        return None if value is None else _not(_equal(value, arg, kind))
     if op in ("in", "nin") and isinstance(arg, list):
-        found = _any([_equal(value, item) for item in arg])
+        found = _any([_equal(value, item, kind) for item in arg])
         return found if op == "in" else (None if value is None else _not(found))
     if op == "is_null" and isinstance(arg, bool):
         return (value is None) == arg
-    if op in ORDERED_OPS and _plain_number(value) and _plain_number(arg) and \
+    if op not in ORDERED_OPS:
+        return None
+    if kind in ORDERED:
+        if value is None:
+            return False  # SQL: a comparison with NULL is not true
+        a, b = key(kind, value), key(kind, arg)
+        return None if a is None or b is None else ORDERED_OPS[op](a, b)
+    if kind is None and _plain_number(value) and _plain_number(arg) and \
             isinstance(value, bool) == isinstance(arg, bool):
         return ORDERED_OPS[op](value, arg)
     return None
@@ -90,33 +113,37 @@ def _plain_number(value: Any) -> bool:
     return isinstance(value, int)  # bool is an int too; the caller keeps the two apart
 
 
-def matches(row: Mapping[str, Any], filter: Any) -> Maybe:
-    """Whether `row` matches `filter` (section 4's JSON form); None when only the server can tell."""
+def matches(row: Mapping[str, Any], filter: Any, kinds: Kinds | None = None) -> Maybe:
+    """Whether `row` matches `filter` (section 4's JSON form); None when only the server can
+    tell. `kinds`: the columns' kinds, where known."""
     if not isinstance(filter, Mapping):
         return None
+    kinds = kinds or {}
     results: list[Maybe] = []
-    for key, arg in filter.items():
-        if key in ("and", "or") and isinstance(arg, list):
-            parts = [matches(row, part) for part in arg]
-            results.append(_all(parts) if key == "and" else _any(parts))
-        elif key == "not":
-            results.append(_not(matches(row, arg)))
-        elif key not in row:
+    for name, arg in filter.items():
+        if name in ("and", "or") and isinstance(arg, list):
+            parts = [matches(row, part, kinds) for part in arg]
+            results.append(_all(parts) if name == "and" else _any(parts))
+        elif name == "not":
+            results.append(_not(matches(row, arg, kinds)))
+        elif name not in row:
             results.append(None)
-        elif isinstance(arg, Mapping):
-            results.append(_all([_test(row[key], op, value) for op, value in arg.items()]))
+        elif isinstance(arg, Mapping) and kinds.get(name) != "json":
+            kind = kinds.get(name)
+            results.append(_all([_test(row[name], op, value, kind) for op, value in arg.items()]))
         else:
-            results.append(_equal(row[key], arg))
+            results.append(_equal(row[name], arg, kinds.get(name)))
     return _all(results)
 
 
 class Order:
     """A list's order (`order=`): one field, NULLs last either way, ties by uid."""
 
-    def __init__(self, spec: str | None) -> None:
+    def __init__(self, spec: str | None, kinds: Kinds | None = None) -> None:
         spec = spec or "uid"
         self.descending = spec.startswith("-")
         self.field = spec[1:] if self.descending else spec
+        self.kinds: Kinds = kinds or {}
 
     def _value(self, row: Mapping[str, Any]) -> tuple[bool, Any] | None:
         """(is null, comparable value), or None when this order cannot be known here."""
@@ -125,6 +152,12 @@ class Order:
             return False, str(value)
         if value is None:
             return True, None
+        kind = self.kinds.get(self.field)
+        if kind in ORDERED:
+            found = key(kind, value)
+            return None if found is None else (False, found)
+        if kind is not None:
+            return None  # text (the collation's order) or json
         if self.field in SERVER_TIMES and isinstance(value, str):
             try:
                 return False, datetime.fromisoformat(value)
@@ -153,12 +186,22 @@ class Order:
 class Window:
     """The rows a list query shows; `limit` None: every matching row."""
 
-    def __init__(self, filter: Mapping[str, Any] | None, order: str | None, limit: int | None) -> None:
+    def __init__(self, filter: Mapping[str, Any] | None, order: str | None, limit: int | None,
+                 kinds: Kinds | None = None) -> None:
         self.filter = filter
-        self.order = Order(order)
+        self.order = Order(order, kinds)
         self.limit = limit
         self.rows: list[Any] = []
         self.complete = True  # no row beyond the window (always so without a limit)
+
+    @property
+    def kinds(self) -> Kinds:
+        return self.order.kinds
+
+    @kinds.setter
+    def kinds(self, kinds: Kinds) -> None:
+        """The columns' kinds (read again after a schema change)."""
+        self.order.kinds = kinds
 
     def load(self, rows: list[Any], complete: bool) -> None:
         self.rows = list(rows)
@@ -166,7 +209,7 @@ class Window:
 
     def upsert(self, row: Mapping[str, Any]) -> bool:
         """Apply an insert or update; False: the window must be refetched to be right."""
-        verdict = matches(row, self.filter) if self.filter else True
+        verdict = matches(row, self.filter, self.kinds) if self.filter else True
         if verdict is None:
             return False
         uid = row.get("uid")

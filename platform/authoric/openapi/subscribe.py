@@ -1,7 +1,7 @@
 """The per-app OpenAPI document's part for the multi-table stream, `GET /{app}/subscribe`
 (contract section 5b): its parameters, answers and one schema per event type.
 
-Kept here, beside the stream, and called by `catalog.openapi_doc`.
+Called by `openapi.document`.
 """
 
 from __future__ import annotations
@@ -11,6 +11,19 @@ from typing import Any
 
 MAX_TABLES = 16
 EVENTS = ("connected", "insert", "update", "delete", "resync", "reauth")
+
+
+# How a stream resumes after a reconnect: every stream, of one table or several, takes both.
+RESUME_PARAMETERS = (
+    {"name": "lastEventId", "in": "query", "schema": {"type": "string"}},
+    {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}},
+)
+
+
+def stream_answer(events: dict[str, Any]) -> dict[str, Any]:
+    """The 200 of a stream: Server-Sent Events whose frames carry one of `events`."""
+    return {"description": "Server-Sent Events; each frame's data is one of the event schemas",
+            "content": {"text/event-stream": {"schema": events}}}
 
 
 def _error(description: str) -> dict[str, Any]:
@@ -58,13 +71,10 @@ def subscribe_paths(app: str, tables: Sequence[str]) -> dict[str, Any]:
              "explode": False, "description": f"1 to {MAX_TABLES} table names, comma-separated",
              "schema": {"type": "array", "items": names, "minItems": 1,
                         "maxItems": MAX_TABLES}},
-            {"name": "lastEventId", "in": "query", "schema": {"type": "string"}},
-            {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}},
+            *RESUME_PARAMETERS,
         ],
         "responses": {
-            "200": {"description": "Server-Sent Events; each frame's data is one of the "
-                                   "event schemas", "content": {
-                                       "text/event-stream": {"schema": events}}},
+            "200": stream_answer(events),
             "400": _error("`tables` names no table, or more than 16"),
             "401": _error("no token, or a bad one"),
             "403": _error("a table's list or read is switched off, or not granted"),

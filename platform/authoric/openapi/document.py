@@ -13,9 +13,14 @@ from authoric.catalog.model import ColumnDef
 from authoric.catalog.schema import CompiledTable, field_name
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.catalog.types import column_type
+from authoric.openapi.subscribe import (
+    RESUME_PARAMETERS,
+    stream_answer,
+    subscribe_paths,
+    subscribe_schemas,
+)
 from authoric.policy.enforcer import granting_roles
 from authoric.policy.principal import Principal
-from authoric.realtime.openapi_paths import subscribe_paths, subscribe_schemas
 
 READ_ACTIONS = ("read_list", "read")
 
@@ -138,15 +143,10 @@ def _table_paths(app: str, table: CompiledTable) -> dict[str, Any]:
         f"{base}/subscribe": {
             "get": {
                 "operationId": f"subscribe_{name}",
-                "parameters": [
-                    {"name": "lastEventId", "in": "query", "schema": {"type": "string"}},
-                    {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}},
-                ],
+                "parameters": [*RESUME_PARAMETERS, expand],
                 "responses": {
-                    "200": {"description": "Server-Sent Events; each frame's data is one of "
-                                           "the event schemas", "content": {
-                                               "text/event-stream": {"schema": events}}},
-                    **{k: v for k, v in _responses("200", None, 406).items() if k != "200"},
+                    "200": stream_answer(events),
+                    **{k: v for k, v in _responses("200", None, 400, 406).items() if k != "200"},
                 },
             },
         },
@@ -182,7 +182,7 @@ def app_openapi(snapshot: AppSnapshot,
         schemas[f"{table.name}.update"] = input_schema(table, creating=False)
         schemas.update(_event_schemas(table.name))
         paths.update(_table_paths(snapshot.name, table))
-    # The multi-table stream's part lives beside the stream (realtime/openapi_paths.py).
+    # The multi-table stream's part (openapi/subscribe.py).
     # Only the tables shown: a member's document names no table it may not read.
     if shown:
         paths.update(subscribe_paths(snapshot.name, [t.name for t in shown]))
