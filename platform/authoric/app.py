@@ -75,6 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         gc.freeze()
         sequencer.start()
         source.start(hub)
+        app.state.services.indexes.start_sweep()
         sampler = asyncio.create_task(counted.sample_request_pool(pool))
         try:
             yield

@@ -4,6 +4,7 @@ predicate as the page."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 
 from tests.scenario import AppWorld, Caller, expect
 from tests.servers import ServerProcess, start_server
+from tests.sse import SSEClient
 
 HEADER = "x-authoric-round-trips"
 
@@ -186,6 +188,84 @@ def test_expanding_costs_one_statement_per_path_whatever_the_number_of_rows(shop
     assert int(one.headers[HEADER]) == int(plain.headers[HEADER]) + 1
     assert int(two.headers[HEADER]) == int(plain.headers[HEADER]) + 2
     assert len({r["expand"]["vendor"]["uid"] for r in two.json()["items"]}) == 2
+
+
+# Expand on subscribe -------------------------------------------------------------------------
+
+def subscribe(shop: Shop, caller: Caller, expand: str,
+              last_event_id: int | None = None) -> SSEClient:
+    stream = SSEClient(shop.world.server.url, f"{shop.world.rows('invoices')}/subscribe",
+                       caller.token, params={"expand": expand}, last_event_id=last_event_id)
+    assert stream.status_code == 200, stream.body
+    stream.wait_connected()
+    return stream
+
+
+def test_a_subscriber_gets_each_events_references_expanded_as_it_may_read_them(
+        shop: Shop) -> None:
+    reader = member(shop, ["invoices:read_list", "invoices:read", "vendors:read",
+                           "countries:read"],
+                    row_policies={"vendors": {"status": {"eq": "active"}}},
+                    redact={"vendors": ["iban"]})
+    with subscribe(shop, reader, "vendor,vendor.country") as stream:
+        shown = shop.invoice(number="A-1", vendor_uid=shop.vendors["acme"])
+        hidden = shop.invoice(number="A-2", vendor_uid=shop.vendors["hidden"])
+        empty = shop.invoice(number="A-3")
+        row = stream.wait_for_change(shown["uid"], "insert").data["row"]
+        vendor = row["expand"]["vendor"]
+        assert (vendor["uid"], vendor["name"]) == (shop.vendors["acme"], "acme")
+        assert vendor["iban"] == "[redacted]"  # the vendors table's redaction, for this member
+        assert vendor["expand"]["country"]["name"] == "France"
+        row = stream.wait_for_change(hidden["uid"], "insert").data["row"]
+        assert row["expand"] == {"vendor": None}  # its policy hides the vendor
+        assert row["vendor_uid"] == shop.vendors["hidden"]
+        assert stream.wait_for_change(empty["uid"], "insert").data["row"]["expand"] == {
+            "vendor": None}
+        # An update is re-read, expansion and all, at delivery.
+        expect(shop.clerk.patch(f"{shop.world.rows('invoices')}/{empty['uid']}",
+                                json={"vendor_uid": shop.vendors["zen"]}), 200)
+        row = stream.wait_for_change(empty["uid"], "update").data["row"]
+        assert row["expand"]["vendor"]["expand"]["country"]["name"] == "Japan"
+        first = stream.wait_for_change(shown["uid"], "insert").pos
+    # A resumed stream replays with the same expansion.
+    with subscribe(shop, reader, "vendor", last_event_id=first - 1) as stream:
+        row = stream.wait_for_change(shown["uid"], "insert").data["row"]
+        assert row["expand"]["vendor"]["name"] == "acme" and "expand" not in row["expand"][
+            "vendor"]
+
+
+def test_members_sharing_roles_see_expansions_judged_by_their_own_vendor_policy(
+        shop: Shop) -> None:
+    """The vendors' policy names the member: two members of one org with the same role read
+    different vendors, so their streams must not share one judged expansion."""
+    policy = {"vendors": {"iban": {"eq": {"$principal": "uid"}}}}
+    shop.world.role("owner", ["invoices:read_list", "invoices:read", "vendors:read"],
+                    row_policies=policy)
+    ann, bob = (shop.world.caller(shop.org, ["owner"]) for _ in range(2))
+    owned = expect(shop.clerk.post(shop.world.rows("vendors"), json={
+        "name": "ann's", "iban": ann.user_uid}), 201)["uid"]
+    with subscribe(shop, ann, "vendor") as ann_stream, \
+            subscribe(shop, bob, "vendor") as bob_stream:
+        row = shop.invoice(number="A-1", vendor_uid=owned)
+        seen = ann_stream.wait_for_change(row["uid"], "insert").data["row"]
+        assert seen["expand"]["vendor"]["name"] == "ann's"
+        seen = bob_stream.wait_for_change(row["uid"], "insert").data["row"]
+        assert seen["expand"] == {"vendor": None}
+
+
+@pytest.mark.parametrize("expand", ["number", "nope", "vendor.name", "vendor..country", ""])
+def test_subscribing_with_an_expand_that_is_not_a_reference_is_400_like_a_list(
+        shop: Shop, expand: str) -> None:
+    stream = SSEClient(shop.world.server.url, f"{shop.world.rows('invoices')}/subscribe",
+                       shop.clerk.token, params={"expand": expand})
+    with stream:
+        assert stream.status_code == 400, stream.body
+        assert json.loads(stream.body)["error"]["code"] == "BAD_REQUEST"
+    # The gate answers first, as on a list.
+    outsider = member(shop, ["vendors:read"])
+    with SSEClient(shop.world.server.url, f"{shop.world.rows('invoices')}/subscribe",
+                   outsider.token, params={"expand": expand}) as refused:
+        assert refused.status_code == 403
 
 
 # Count --------------------------------------------------------------------------------------

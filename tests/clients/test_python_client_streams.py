@@ -212,3 +212,19 @@ def test_live_queries_ordered_by_a_decimal_and_by_a_date_follow_every_write_with
         assert (lives["amount"].loads, lives["due"].loads) == (1, 1), "no write needed a reload"
         for live in lives.values():
             live.close()
+
+
+def test_a_live_query_with_expand_holds_each_row_with_its_referenced_row_as_a_list_would(
+        server: ServerProcess, acme: Shop) -> None:
+    query = {"order": "seq", "expand": ["vendor"]}
+    with _signed_in(server.url, acme) as db:
+        vendor = db.table("vendors").create({"name": "Acme"})
+        invoices = db.table("invoices")
+        live = invoices.live_query(**query)
+        first = invoices.create({"number": "X-1", "seq": 1, "vendor_uid": vendor["uid"]})
+        invoices.create({"number": "X-2", "seq": 2})
+        invoices.update(first["uid"], {"seq": 3})
+        _converged(db, live, query)
+        assert [(r["number"], r["expand"]["vendor"]) for r in live.rows] == [
+            ("X-2", None), ("X-1", vendor)]
+        live.close()

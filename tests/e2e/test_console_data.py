@@ -128,15 +128,14 @@ def test_keyboard_alone_moves_edits_cancels_and_saves_without_bare_letter_shortc
     expect(console.get_by_label("Edit note")).to_have_count(0)
     expect(rows(console)).to_have_count(2)
 
-    # Enter edits; Escape cancels and nothing is written.
+    # Enter edits; Escape cancels: nothing is written (the first row keeps its note, below).
     console.keyboard.press("Enter")
     expect(console.get_by_label("Edit note")).to_be_focused()
     console.keyboard.type("discarded")
     console.keyboard.press("Escape")
-    expect(console.get_by_label("Edit note")).to_have_count(0)
-    assert expect_status(shop.admin.get(f"{shop.admin_rows()}/{first['uid']}"), 200)["note"] == "first"
 
-    # Arrow down to the second row, Enter, type, Enter: saved.
+    # Straight away (no key is lost just after an edit ends), arrow down to the second row,
+    # Enter, type, Enter: saved. Had Escape not closed the editor, the arrow could not move.
     console.keyboard.press("ArrowDown")
     console.keyboard.press("Enter")
     expect(console.get_by_label("Edit note")).to_be_focused()

@@ -7,8 +7,9 @@
  * on top (an event whose row is older than the listed one, by `updatedAt`, is dropped). From
  * then on every insert and update is placed by `uid` in the query's order, deletes remove by
  * `rowUid`, and rows that stop matching the filter leave. A `resync`, a filter or order the
- * client cannot judge itself (see match.ts), or a window with a `limit` losing a row it cannot
- * refill from what it holds: each refetches (while events are held back again). */
+ * client cannot judge itself (see match.ts), a window with a `limit` losing a row it cannot
+ * refill from what it holds, or, with `expand`, a row the stream sent unexpanded (the server's
+ * streams do not expand yet): each refetches (while events are held back again). */
 
 import { AuthoricError } from "./errors.js";
 import { compareRows, matches, type Kinds } from "./match.js";
@@ -169,6 +170,10 @@ export class Live<R> implements LiveQuery<R> {
     }
     const row = event.row as unknown as Row;
     if (at >= 0 && newer(rows[at], row)) return; // an event older than the listed row
+    if (this.query.expand?.length && !("expand" in row)) {
+      void this.refetch(); // the stream sent the row unexpanded: only a list expands it
+      return;
+    }
     const match = matches(this.query.filter as Record<string, unknown> | undefined, row, this.kinds);
     if (match === undefined) {
       if (at >= 0) rows[at] = row;

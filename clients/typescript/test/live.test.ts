@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createClient, type Client, type LiveQueryOptions } from "../src/index.ts";
+import { createClient, type Client, type Expanded, type LiveQueryOptions } from "../src/index.ts";
 import { until, URL_, world, type InvoicesRow, type ShopTables } from "./world.ts";
 
 type Row = InvoicesRow;
@@ -78,6 +78,24 @@ describe("a member's live query", () => {
     await writer.update(a.uid, { amount: "5.0" });
     await until("A back", () => rows.map((r) => r.number).join() === "A");
     expect(lists).toBe(1); // every step above was judged on the client, without a refetch
+    live.close();
+  });
+
+  it("holds each row with its expanded reference, as a list with expand returns it", async () => {
+    const w = await world();
+    const member = await w.member();
+    const reader = await member.client();
+    const writer = await member.client();
+    const query: LiveQueryOptions<Row> = { order: "seq", expand: ["vendor"] };
+    let rows: Row[] = [];
+    const live = reader.table("invoices").liveQuery(query, (r) => (rows = r));
+    await live.ready;
+    const vendor = await writer.table("vendors").create({ name: "Acme" });
+    const first = await writer.table("invoices").create({ number: "X-1", seq: 1, vendor_uid: vendor.uid });
+    await writer.table("invoices").create({ number: "X-2", seq: 2 });
+    await writer.table("invoices").update(first.uid, { seq: 3 });
+    const fresh = await converges(reader, query, () => rows);
+    expect(fresh.map((r) => [r.number, (r as Row & Expanded).expand?.vendor ?? null])).toEqual([["X-2", null], ["X-1", vendor]]);
     live.close();
   });
 

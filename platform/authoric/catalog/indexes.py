@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Coroutine
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -141,15 +142,22 @@ async def put_index(conn: AsyncConnection, app_uid: uuid.UUID, definition: Table
     return {"name": name, **stored, "state": BUILDING}, True
 
 
-async def _interrupted(conn: AsyncConnection, app_uid: uuid.UUID, table: str) -> None:
-    """Mark failed the builds whose builder backend is gone (its process died mid-build)."""
-    c = t.table_indexes.c
+def _builder_gone() -> Any:
+    """True for a record whose build has a builder backend that no longer exists."""
     alive = select(text("1")).select_from(text("pg_stat_activity")).where(
         text("pid = authoric.table_indexes.builder_pid")).exists()
-    await conn.execute(update(t.table_indexes).where(
-        _where(app_uid, table), c.state == BUILDING, c.builder_pid.isnot(None), ~alive,
-    ).values(state=FAILED, error={"code": "INTERNAL", "details": {},
-                                  "message": "the build was interrupted; put the index again"}))
+    c = t.table_indexes.c
+    return and_(c.state == BUILDING, c.builder_pid.isnot(None), ~alive)
+
+
+_INTERRUPTED = {"state": FAILED, "builder_pid": None, "error": {
+    "code": "INTERNAL", "details": {}, "message": "the build was interrupted; put the index again"}}
+
+
+async def _interrupted(conn: AsyncConnection, app_uid: uuid.UUID, table: str) -> None:
+    """Mark failed the builds whose builder backend is gone (its process died mid-build)."""
+    await conn.execute(update(t.table_indexes).where(_where(app_uid, table), _builder_gone())
+                       .values(**_INTERRUPTED))
 
 
 async def list_indexes(conn: AsyncConnection, app_uid: uuid.UUID,
@@ -228,9 +236,27 @@ class IndexBuilder:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def start(self, app_uid: uuid.UUID, table: str, name: str) -> None:
-        task = asyncio.create_task(self._build(app_uid, table, name))
+        self._spawn(self._build(app_uid, table, name))
+
+    def start_sweep(self) -> None:
+        """`sweep` in the background: a concurrent drop waits for older transactions."""
+        self._spawn(self._sweep_logged())
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _sweep_logged(self) -> None:
+        try:
+            dropped = await self.sweep()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the next start sweeps again; a put of the index drops it too
+            log.exception("could not sweep interrupted index builds")
+        else:
+            if dropped:
+                log.info("dropped %d index(es) left invalid by interrupted builds", dropped)
 
     async def idle(self) -> None:
         """Wait for every build started here (tests and shutdown)."""
@@ -258,6 +284,31 @@ class IndexBuilder:
                     f'"{physical_name(table, name)}"'))
             finally:
                 await conn.execute(text("RESET statement_timeout"))
+
+    async def sweep(self) -> int:
+        """At startup: mark failed every build whose builder died (on any replica), and drop the
+        invalid physical index such a build leaves, so it costs no write until someone puts
+        the index again. The number of indexes dropped."""
+        c = t.table_indexes.c
+        async with self._engine.begin() as conn:
+            await conn.execute(update(t.table_indexes).where(_builder_gone())
+                               .values(**_INTERRUPTED))
+            failed = (await conn.execute(select(c.app_uid, c.table_name, c.name)
+                                         .where(c.state == FAILED))).all()
+            by_name = {(schema_name(a), physical_name(tb, n)): (a, tb, n) for a, tb, n in failed}
+            # Of those, the ones whose physical index is still there, invalid: a build that
+            # died between creating it and recording the failure.
+            invalid = (await conn.execute(text(
+                "SELECT n.nspname, x.relname FROM pg_index i "
+                "JOIN pg_class x ON x.oid = i.indexrelid "
+                "JOIN pg_namespace n ON n.oid = x.relnamespace "
+                "WHERE NOT i.indisvalid AND x.relname = ANY(:names)"),
+                {"names": [name for _, name in by_name]})).all() if by_name else []
+        leftovers = [by_name[(schema, name)] for schema, name in invalid
+                     if (schema, name) in by_name]
+        for app_uid, table, name in leftovers:
+            await self.drop(app_uid, table, name, None)
+        return len(leftovers)
 
     async def _build(self, app_uid: uuid.UUID, table: str, name: str) -> None:
         try:

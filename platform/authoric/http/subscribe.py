@@ -20,7 +20,9 @@ from authoric.http.admin import require_admin
 from authoric.http.autocrud import governed
 from authoric.http.context import services
 from authoric.observability.metrics import metered_frames
+from authoric.plan.request import parse_expand
 from authoric.realtime.stream import Stream, StreamRequest
+from authoric.records.expand import expansion_tree
 from authoric.records.gate import admit
 
 router = APIRouter(tags=["subscribe"])
@@ -91,9 +93,13 @@ async def subscribe(request: Request, app: str, table: str) -> EventSourceRespon
     async with governed(request, app, table, "read_list") as (_, listing):
         # Each event is read like a single-row GET: read must be on and granted too.
         admit(listing.snapshot, listing.principal, table, "read")
+    # Checked as a list checks it (400 for a bad path), once; each event is expanded.
+    expand = parse_expand(request.query_params.get("expand"))
+    expansion_tree(listing, expand)
     require_event_stream(request)
     return await event_stream(request, StreamRequest(listing.snapshot, [listing.table],
-                                               listing.principal, last_event_id(request)))
+                                               listing.principal, last_event_id(request),
+                                               expand=expand))
 
 
 @router.get("/{app}/subscribe", response_model=None)

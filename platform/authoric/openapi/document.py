@@ -143,10 +143,10 @@ def _table_paths(app: str, table: CompiledTable) -> dict[str, Any]:
         f"{base}/subscribe": {
             "get": {
                 "operationId": f"subscribe_{name}",
-                "parameters": list(RESUME_PARAMETERS),
+                "parameters": [*RESUME_PARAMETERS, expand],
                 "responses": {
                     "200": stream_answer(events),
-                    **{k: v for k, v in _responses("200", None, 406).items() if k != "200"},
+                    **{k: v for k, v in _responses("200", None, 400, 406).items() if k != "200"},
                 },
             },
         },

@@ -31,6 +31,7 @@ from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.db import tables as t
 from authoric.errors import NotFound
+from authoric.plan.request import ExpandPaths
 from authoric.policy.principal import Principal
 from authoric.realtime.classes import class_key
 from authoric.realtime.judge import Frame, ReadClass, judge
@@ -52,6 +53,7 @@ class Subscriber:
     principal: Principal | None
     queue: asyncio.Queue[Frame]
     keys: dict[str, Hashable] = field(default_factory=dict)  # read class per table
+    expand: ExpandPaths = ()  # `?expand=` of a per-table stream
     closed: bool = False
     reason: str = ""
 
@@ -73,8 +75,10 @@ class Subscriber:
         self.queue.put_nowait(CLOSE)
 
 
-def read_class(snapshot: AppSnapshot, table: str, principal: Principal | None) -> Hashable:
-    return OPERATOR if principal is None else class_key(snapshot, table, principal)
+def read_class(snapshot: AppSnapshot, table: str, sub: Subscriber) -> Hashable:
+    if sub.principal is None:
+        return OPERATOR
+    return class_key(snapshot, table, sub.principal, sub.expand)
 
 
 @dataclass
@@ -100,7 +104,7 @@ class Hub:
         self.observe_stage: Callable[[str, float], None] | None = None
 
     def add(self, sub: Subscriber, snapshot: AppSnapshot) -> None:
-        sub.keys = {name: read_class(snapshot, name, sub.principal) for name in sub.tables}
+        sub.keys = {name: read_class(snapshot, name, sub) for name in sub.tables}
         view = self._apps.setdefault(sub.app_uid, _AppView(version=snapshot.version))
         if view.version != snapshot.version:
             view.version = -1  # views disagree: the next fan-out re-reads roles and members
@@ -221,7 +225,7 @@ class Hub:
                 key = sub.keys[table]
                 if key is not OPERATOR:
                     assert sub.principal is not None
-                    classes.setdefault(key, ReadClass(key, sub.principal))
+                    classes.setdefault(key, ReadClass(key, sub.principal, sub.expand))
                 members[key].append(sub)
             group = view.groups[table] = (classes, members)
         classes, members = group
@@ -279,7 +283,7 @@ class Hub:
                 self.remove(sub)
                 continue
             sub.principal = replace(sub.principal, roles=current)
-            sub.keys = {name: class_key(snapshot, name, sub.principal) for name in sub.tables}
+            sub.keys = {name: read_class(snapshot, name, sub) for name in sub.tables}
 
     def _close_app(self, app_uid: uuid.UUID, reason: str) -> None:
         view = self._apps.pop(app_uid, None)

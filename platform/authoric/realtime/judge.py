@@ -35,8 +35,10 @@ from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import AuthoricError
 from authoric.plan.access import operation_enabled
 from authoric.plan.plan import governed_rows
+from authoric.plan.request import ExpandPaths
 from authoric.policy.decision import Decision
 from authoric.policy.principal import Principal
+from authoric.realtime.expansion import expand_for_classes
 from authoric.realtime.source import BULK, DELETE, RESYNC_REASONS, SCHEMA, Change
 
 
@@ -44,6 +46,7 @@ from authoric.realtime.source import BULK, DELETE, RESYNC_REASONS, SCHEMA, Chang
 class ReadClass:
     key: Hashable
     principal: Principal  # any member of the class: they are indistinguishable here
+    expand: ExpandPaths = ()  # `?expand=` of its streams (part of `key`)
 
 
 @dataclass(frozen=True)
@@ -105,20 +108,33 @@ async def judge(conn: AsyncConnection, snapshot: AppSnapshot, table: CompiledTab
             continue
         own = by_org[org]
         visible, gone = await _visibility(conn, table, live, memo, own)
+        rows = await _rendered(conn, snapshot, table, live, memo, visible)
         for i, cls in enumerate(live):
-            decision = memo[cls.key]
-            assert decision is not None
             frames = out[cls.key]
             for change in own:
-                data = _event(table, decision, cls, change, visible.get((i, change.row_uid)),
+                data = _event(table, cls, change, rows[i].get(change.row_uid),
                               (i, change.pos) in gone)
                 if data is not None:
                     frames.append(Frame(change.pos, data, change.at))
     return out
 
 
-def _event(table: CompiledTable, decision: Decision, cls: ReadClass, change: Change,
-           row: Any, delete_visible: bool) -> bytes | None:
+async def _rendered(conn: AsyncConnection, snapshot: AppSnapshot, table: CompiledTable,
+                    classes: Sequence[ReadClass], decisions: dict[Hashable, Decision | None],
+                    visible: dict[tuple[int, Any], Any]) -> list[dict[Any, dict[str, Any]]]:
+    """Per class, its visible rows by uid as it reads them (redacted), with their expansion."""
+    rows: list[dict[Any, dict[str, Any]]] = [{} for _ in classes]
+    for (i, uid), row in visible.items():
+        decision = decisions[classes[i].key]
+        assert decision is not None
+        rows[i][uid] = table.row_json(row, decision.redacted)
+    await expand_for_classes(conn, snapshot, table, [
+        (cls.principal, cls.expand, list(rows[i].values())) for i, cls in enumerate(classes)])
+    return rows
+
+
+def _event(table: CompiledTable, cls: ReadClass, change: Change,
+           row: dict[str, Any] | None, delete_visible: bool) -> bytes | None:
     if change.op in RESYNC_REASONS:
         if change.org_uid != cls.principal.org_uid:
             return None
@@ -130,8 +146,7 @@ def _event(table: CompiledTable, decision: Decision, cls: ReadClass, change: Cha
         return frame(change.pos, {"op": "delete", "table": table.name, "rowUid": str(change.row_uid)})
     if row is None:
         return None
-    return frame(change.pos, {"op": change.op, "table": table.name,
-                              "row": table.row_json(row, decision.redacted)})
+    return frame(change.pos, {"op": change.op, "table": table.name, "row": row})
 
 
 async def _visibility(conn: AsyncConnection, table: CompiledTable, classes: Sequence[ReadClass],

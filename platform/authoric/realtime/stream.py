@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
+from authoric.plan.request import ExpandPaths
 from authoric.policy.principal import Principal
 from authoric.realtime.hub import CLOSE, Hub, Subscriber
 from authoric.realtime.judge import Frame, ReadClass, frame, judge
@@ -41,6 +42,7 @@ class StreamRequest:
     principal: Principal | None  # None: the operator's feed
     last_event_id: str | None
     multi: bool = False  # opened as `/{app}/subscribe?tables=`: `connected` lists the tables
+    expand: ExpandPaths = ()  # `?expand=` of a per-table stream, checked against the table
 
     def connected(self) -> dict[str, Any]:
         names = [t.name for t in self.tables]
@@ -55,7 +57,8 @@ class Stream:
         self.settings, self.engine, self.hub, self.req = settings, engine, hub, req
         self.source = source
         self.sub = Subscriber(req.snapshot.uid, tuple(t.name for t in req.tables), req.principal,
-                              asyncio.Queue(maxsize=settings.sse_queue_size))
+                              asyncio.Queue(maxsize=settings.sse_queue_size),
+                              expand=req.expand)
         self.tables = {t.name: t for t in req.tables}
         self.last_sent = 0
         # When the changes of the live frames in the chunk last yielded were written; read
@@ -124,7 +127,7 @@ class Stream:
             if self.sub.principal is None:
                 lists.append(await judge_for_operator(conn, table, batch))
                 continue
-            cls = ReadClass(self.sub.keys[name], self.sub.principal)
+            cls = ReadClass(self.sub.keys[name], self.sub.principal, self.sub.expand)
             lists.append((await judge(conn, self.req.snapshot, table, [cls], batch))[cls.key])
         return list(heapq.merge(*lists, key=lambda f: f.pos))
 

@@ -1,16 +1,22 @@
-"""Expanding references (`?expand=vendor,vendor.country`, contract section 4).
+"""Expanding references (`?expand=vendor,vendor.country`, contract sections 4 and 5).
 
 Each expanded row is read through the referenced table's governed read for the same caller,
 as `GET /{app}/autocrud/{reftable}/{uid}` would read it: the `read` permission and the `read`
 operation (the gate), the caller's org, the row policy, live rows only, and redaction. A row
 the caller may not read, a null reference, or a reference the caller sees redacted expands to
-`null`; the `<name>_uid` field is there either way. One statement per expanded path reads the
-referenced rows of the whole page at once (`uid = ANY(...)`), never one per row.
+`null`; the `<name>_uid` field is there either way.
+
+`expand_all` is the one walk, level by level, for any number of readers at once: REST expands
+one caller's rows (one statement per expanded path, `uid = ANY(...)`), the feed's judge expands
+the rows of every read class of a batch (realtime/expansion.py puts the classes' reads of one
+table into one statement). The statements are always the plan's `read_many`; never one per row.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from authoric.catalog.schema import CompiledTable
@@ -23,6 +29,11 @@ from authoric.plan.runner import Executor
 
 REDACTED = "[redacted]"
 Tree = dict[str, "Tree"]
+# The governed read of a table for one reader, or None when it may not read that table.
+Admit = Callable[[str], Access | None]
+# Runs reads (an access and the uids wanted), answering each one's rows in the same order.
+Branch = tuple[Access, list[uuid.UUID]]
+Fetch = Callable[[list[Branch]], Awaitable[list[Sequence[Mapping[str, Any]]]]]
 
 
 class Reader(Protocol):
@@ -34,43 +45,97 @@ class Reader(Protocol):
     def admit(self, table: str, action: str) -> Access: ...
 
 
+@dataclass
+class Expansion:
+    """One reader's rows of `table` (rendered, filled in place) to expand along `tree`."""
+
+    admit: Admit
+    table: CompiledTable
+    rows: list[dict[str, Any]]
+    tree: Tree
+
+
+def paths_tree(paths: ExpandPaths) -> Tree:
+    """The paths as a tree of reference names (unchecked)."""
+    tree: Tree = {}
+    for path in paths:
+        level = tree
+        for name in path:
+            level = level.setdefault(name, {})
+    return tree
+
+
 def expansion_tree(access: Access, paths: ExpandPaths) -> Tree:
     """The paths as a tree of reference names, each checked against its table (400 for a name
     that is not a reference column)."""
-    tree: Tree = {}
     for path in paths:
-        table, level = access.table, tree
+        table = access.table
         for name in path:
             column = table.definition.column(name)
             if column is None or column.references is None:
                 raise BadRequest(f"{name!r} is not a reference column of {table.name!r}",
                                  {"expand": ".".join(path)})
             table = access.snapshot.table(column.references)
-            level = level.setdefault(name, {})
-    return tree
+    return paths_tree(paths)
+
+
+def governed_reader(admit: Callable[[str, str], Access]) -> Admit:
+    """`admit(table, "read")`, None where the gate refuses (the expansion is then null)."""
+
+    def read(table: str) -> Access | None:
+        try:
+            return admit(table, "read")
+        except (Forbidden, TableLocked, NotFound):
+            return None
+
+    return read
 
 
 async def expand_rows(reader: Reader, snapshot: AppSnapshot, table: CompiledTable,
                       rows: list[dict[str, Any]], tree: Tree) -> None:
     """Add `expand` to each row (in place), level by level: one statement per path."""
-    for name, below in tree.items():
-        column = table.definition.column(name)
-        assert column is not None and column.references is not None
-        key = f"{name}_uid"
-        uids = sorted({r[key] for r in rows if isinstance(r.get(key), str) and r[key] != REDACTED})
-        found = await _governed_rows(reader, column.references, uids) if uids else {}
-        for row in rows:
-            row.setdefault("expand", {})[name] = found.get(str(row.get(key)))
-        if below:
-            await expand_rows(reader, snapshot, snapshot.table(column.references),
-                              list(found.values()), below)
+
+    async def fetch(branches: list[Branch]) -> list[Sequence[Mapping[str, Any]]]:
+        return [await reader.ex.fetch(Plan(access).read_many(uids))
+                for access, uids in branches]
+
+    await expand_all([Expansion(governed_reader(reader.admit), table, rows, tree)], fetch)
 
 
-async def _governed_rows(reader: Reader, table_name: str, uids: list[str]) -> dict[str, Any]:
-    """The rows among `uids` the caller may read, rendered as it would GET them."""
-    try:
-        access = reader.admit(table_name, "read")
-    except (Forbidden, TableLocked, NotFound):
-        return {}
-    rows = await reader.ex.fetch(Plan(access).read_many([uuid.UUID(u) for u in uids]))
-    return {str(r["uid"]): access.table.row_json(r, access.decision.redacted) for r in rows}
+async def expand_all(expansions: list[Expansion], fetch: Fetch) -> None:
+    """Fill `expand` in every expansion's rows, level by level: each level's reads go to
+    `fetch` together. A name that is no longer a reference column of its table (a stream's
+    table changed since it subscribed) expands to null, like a row the reader may not read."""
+    while expansions:
+        branches: list[Branch] = []
+        slots: list[tuple[Expansion, str, Tree, Access | None, int]] = []
+        for expansion in expansions:
+            for name, below in expansion.tree.items():
+                column = expansion.table.definition.column(name)
+                uids = _referenced(expansion.rows, f"{name}_uid")
+                access = None
+                if column is not None and column.references is not None and uids:
+                    access = expansion.admit(column.references)
+                if access is not None:
+                    branches.append((access, uids))
+                slots.append((expansion, name, below, access, len(branches) - 1))
+        results = await fetch(branches) if branches else []
+        below_level: list[Expansion] = []
+        for expansion, name, below, access, index in slots:
+            found = {} if access is None else {
+                str(r["uid"]): access.table.row_json(r, access.decision.redacted)
+                for r in results[index]}
+            key = f"{name}_uid"
+            for row in expansion.rows:
+                row.setdefault("expand", {})[name] = found.get(str(row.get(key)))
+            if below and found and access is not None:
+                below_level.append(Expansion(expansion.admit, access.table,
+                                             list(found.values()), below))
+        expansions = below_level
+
+
+def _referenced(rows: list[dict[str, Any]], key: str) -> list[uuid.UUID]:
+    """The uids the rows reference under `key`, once each, in order (a redacted one is not
+    a uid: the reader may not know it, so it expands to null)."""
+    found = {r[key] for r in rows if isinstance(r.get(key), str) and r[key] != REDACTED}
+    return [uuid.UUID(u) for u in sorted(found)]

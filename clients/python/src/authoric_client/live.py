@@ -15,6 +15,9 @@ received before it) ends at the server's state: nothing is missed, nothing is ke
   when a window with a `limit` loses a row, the list is loaded again (once for a burst of
   events: it waits until no event is pending).
 - Without a `limit` the rows are every matching row (loaded page by page).
+- With `expand`, an event whose row comes without `expand` (the server's streams do not
+  expand rows yet) is not applied: the list is loaded again, so the rows stay what a list with
+  `expand` returns.
 """
 
 from __future__ import annotations
@@ -112,6 +115,8 @@ class AsyncLiveQuery(Generic[R]):
     def _apply(self, event: Event[Any]) -> bool:
         """Apply one event; False when the rows must be loaded again to be right."""
         if event.op in ("insert", "update") and isinstance(event.row, Mapping):
+            if self._expand and "expand" not in event.row:
+                return False  # the stream sent the row unexpanded: only a list expands it
             done = self._window.upsert(event.row)
         elif event.op == "delete":
             done = self._window.remove(event.row_uid)

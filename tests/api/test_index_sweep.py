@@ -1,0 +1,62 @@
+"""An index build interrupted by a dying server leaves nothing behind once a server starts.
+
+Callers: an operator whose server died while PostgreSQL was building an index it asked for
+(simulated exactly: the build's record says `building` with a builder backend that no longer
+exists, and PostgreSQL holds the invalid index a failed `CREATE INDEX CONCURRENTLY` leaves),
+then a server process starting on the same database.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from authoric.catalog.indexes import physical_name
+from tests.api.test_table_indexes import physical, settled
+from tests.scenario import AppWorld, expect
+from tests.servers import start_server
+from tests.sse import db_fetch, db_value
+
+WIDE = 60.0
+
+
+def test_a_server_starting_marks_a_dead_build_failed_and_drops_its_invalid_index(
+        world: AppWorld, database_url: str, data_dir: Path) -> None:
+    created = world.table("codes", [{"name": "code", "type": "text"}])
+    org = world.org("North")
+    for _ in range(2):  # a duplicate: a unique build over it fails and leaves an invalid index
+        expect(world.admin.post(f"{world.base}/tables/codes/rows",
+                                json={"org": org, "code": "same"}), 201)
+    app_uid = uuid.UUID(expect(world.admin.get(world.base), 200)["uid"])
+    index = physical_name("codes", "by_code")
+    with pytest.raises(Exception, match="could not create unique index"):
+        db_fetch(database_url, f'CREATE UNIQUE INDEX CONCURRENTLY "{index}" ON '
+                 f'{created["sqlName"]} (org_uid, code)')
+    dead_pid = db_value(database_url, "SELECT pg_backend_pid()")  # its connection is closed
+    db_fetch(database_url, "INSERT INTO authoric.table_indexes "
+             "(app_uid, table_name, name, spec, state, builder_pid) "
+             "VALUES ($1, 'codes', 'by_code', $2::jsonb, 'building', $3)", app_uid,
+             '{"columns": ["code"], "unique": true, "kind": "btree"}', dead_pid)
+    assert [(i["name"], i["valid"]) for i in physical(database_url, world, "codes")] == [
+        (index, False)]
+
+    starting = start_server(database_url, data_dir)
+    try:
+        deadline = time.monotonic() + WIDE
+        while physical(database_url, world, "codes") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert physical(database_url, world, "codes") == []
+        got = expect(world.admin.get(f"{world.base}/tables/codes/indexes/by_code"), 200)
+        assert got["state"] == "failed", got
+        assert "interrupted" in got["error"]["message"], got
+    finally:
+        starting.stop()
+    # Put again, the index fails for the real reason and lists the duplicates.
+    expect(world.admin.put(f"{world.base}/tables/codes/indexes/by_code",
+                           json={"columns": ["code"], "unique": True}), 202)
+    again = settled(world, "codes", "by_code")
+    assert again["state"] == "failed" and again["error"]["code"] == "CONFLICT", again
+    assert len(again["error"]["details"]["rows"]) == 2
