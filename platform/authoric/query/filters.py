@@ -20,11 +20,12 @@ from sqlalchemy import all_, and_, any_, false, func, literal, not_, or_, true
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
-from authoric.catalog.types import BadValue, column_type
+from authoric.catalog.types import BadValue, parse_json, parse_text
 from authoric.errors import BadRequest
 from authoric.query.fields import FieldRef
 
 OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "like", "is_null", "search")
+TEXTUAL = ("text", "select")
 MAX_SEARCH_LENGTH = 1000  # characters of one `search` value
 MAX_DEPTH = 12
 MAX_NODES = 500
@@ -218,7 +219,7 @@ def _comparison(ref: FieldRef, op: str, raw: Any, scope: FilterScope) -> ColumnE
     if op == "search":
         return _search(ref, raw)
     if op == "like":
-        if not column_type(ref.type).textual or not isinstance(raw, str):
+        if ref.type not in TEXTUAL or not isinstance(raw, str):
             raise FilterError("like applies to text columns and takes a string pattern")
         if (len(raw) - len(raw.rstrip("\\"))) % 2:
             # PostgreSQL refuses it at run time (SQLSTATE 22025); refuse it as a bad filter.
@@ -235,8 +236,8 @@ def _comparison(ref: FieldRef, op: str, raw: Any, scope: FilterScope) -> ColumnE
         if op == "ne":
             return col.isnot(None)
         raise FilterError(f"{op!r} cannot compare with null")
-    if not column_type(ref.type).ordered and op not in ("eq", "ne"):
-        raise FilterError(f"{ref.type} columns only take eq, ne, in, nin and is_null")
+    if ref.type == "json" and op not in ("eq", "ne"):
+        raise FilterError("json columns only take eq, ne, in, nin and is_null")
     # An explicit bind: SQLAlchemy would inline True/False (and refuse `<` with them).
     bound = literal(value, type_=col.type)
     return {
@@ -249,7 +250,7 @@ def _search(ref: FieldRef, raw: Any) -> ColumnElement[bool]:
     """Full-text search as a person types it (`websearch_to_tsquery`: all words, `-` excludes,
     `"..."` a phrase), case- and accent-insensitive, language-neutral. The expression is the
     one a `search` index holds (catalog/indexes.py, migration 0006), so such an index serves it."""
-    if not column_type(ref.type).textual or not isinstance(raw, str):
+    if ref.type not in TEXTUAL or not isinstance(raw, str):
         raise FilterError("search applies to text columns and takes a string",
                           {"column": ref.name})
     if not raw.strip() or len(raw) > MAX_SEARCH_LENGTH or "\x00" in raw:
@@ -267,6 +268,8 @@ def _coerce(ref: FieldRef, raw: Any, scope: FilterScope) -> Any:
             return None
         raw = str(raw)
     try:
-        return None if raw is None else column_type(ref.type).parse_filter(raw)
+        if isinstance(raw, str) and ref.type not in (*TEXTUAL, "json"):
+            return parse_text(ref.type, raw)
+        return parse_json(ref.type, raw)
     except BadValue as exc:
         raise FilterError(f"bad value for {ref.name!r}: {exc}", {"column": ref.name}) from exc
