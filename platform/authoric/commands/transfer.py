@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,20 +53,32 @@ async def run_import(path: Path, app: str, table: str, org: str) -> int:
     if not path.is_file():
         console.print(f"[red]no such file: {path}")
         return EXIT_NAMES
-    sdk = await Authoric.connect()
-    try:
-        with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                      TransferSpeedColumn(), TimeRemainingColumn(), console=console) as progress:
-            task = progress.add_task(f"importing {path.name}", total=path.stat().st_size)
-            async with sdk.as_app(app, org) as session:
-                inserted = await session.import_csv(table, _file_chunks(path, progress, task))
+
+    async def load(sdk: Authoric) -> int:
+        try:
+            with Progress("[progress.description]{task.description}", BarColumn(),
+                          DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
+                          console=console) as progress:
+                task = progress.add_task(f"importing {path.name}", total=path.stat().st_size)
+                async with sdk.as_app(app, org) as session:
+                    inserted = await session.import_csv(table, _file_chunks(path, progress, task))
+        except ValidationFailed as exc:
+            console.print(f"[red]{exc.message}")
+            if "rows" in exc.details:
+                console.print(_error_table(exc.details))
+            return EXIT_REFUSED
         console.print(f"[green]imported {inserted} rows into {table}")
         return EXIT_OK
-    except ValidationFailed as exc:
-        console.print(f"[red]{exc.message}")
-        if "rows" in exc.details:
-            console.print(_error_table(exc.details))
-        return EXIT_REFUSED
+
+    return await _with_sdk(console, load)
+
+
+async def _with_sdk(console: Console, job: Callable[[Authoric], Awaitable[int]]) -> int:
+    """`job`'s exit code, run with an SDK connected for it; a refusal it does not handle itself
+    is printed and mapped to its exit code."""
+    sdk = await Authoric.connect()
+    try:
+        return await job(sdk)
     except AuthoricError as exc:
         console.print(f"[red]{exc.code}: {exc.message}")
         return _exit_code(exc)
@@ -86,9 +98,13 @@ def _exit_code(exc: AuthoricError) -> int:
 
 async def run_export(app: str, table: str, org: str, out: Path | None, filter_json: str | None) -> int:
     console = Console(stderr=True)
-    sdk = await Authoric.connect()
     try:
         filter_doc = json.loads(filter_json) if filter_json else {}
+    except ValueError:
+        console.print("[red]--filter is not valid JSON")
+        return EXIT_NAMES
+
+    async def save(sdk: Authoric) -> int:
         sink = out.open("wb") if out else sys.stdout.buffer
         try:
             async with sdk.as_app(app, org) as session:
@@ -98,11 +114,5 @@ async def run_export(app: str, table: str, org: str, out: Path | None, filter_js
             if out:
                 sink.close()
         return EXIT_OK
-    except ValueError:
-        console.print("[red]--filter is not valid JSON")
-        return EXIT_NAMES
-    except AuthoricError as exc:
-        console.print(f"[red]{exc.code}: {exc.message}")
-        return _exit_code(exc)
-    finally:
-        await sdk.close()
+
+    return await _with_sdk(console, save)

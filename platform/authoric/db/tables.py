@@ -42,10 +42,16 @@ apps = Table(
     _created(),
 )
 
+
+def _app_uid() -> Column[object]:
+    """The app a row belongs to; deleting the app deletes the row."""
+    return Column("app_uid", UUID(as_uuid=True), ForeignKey(apps.c.uid, ondelete="CASCADE"),
+                  nullable=False)
+
+
 app_tables = Table(
     "app_tables", metadata,
-    Column("app_uid", UUID(as_uuid=True), ForeignKey(apps.c.uid, ondelete="CASCADE"),
-           nullable=False),
+    _app_uid(),
     Column("name", Text, nullable=False),
     Column("definition", JSONB, nullable=False),
     _created(),
@@ -74,8 +80,7 @@ table_indexes = Table(
 orgs = Table(
     "orgs", metadata,
     Column("uid", UUID(as_uuid=True), primary_key=True),
-    Column("app_uid", UUID(as_uuid=True), ForeignKey(apps.c.uid, ondelete="CASCADE"),
-           nullable=False),
+    _app_uid(),
     Column("name", Text, nullable=False),
     _created(),
     UniqueConstraint("app_uid", "name"),
@@ -84,8 +89,7 @@ orgs = Table(
 users = Table(
     "users", metadata,
     Column("uid", UUID(as_uuid=True), primary_key=True),
-    Column("app_uid", UUID(as_uuid=True), ForeignKey(apps.c.uid, ondelete="CASCADE"),
-           nullable=False),
+    _app_uid(),
     Column("email", Text, nullable=False),
     Column("password_hash", Text, nullable=False),
     _created(),
@@ -94,8 +98,7 @@ users = Table(
 
 members = Table(
     "members", metadata,
-    Column("app_uid", UUID(as_uuid=True), ForeignKey(apps.c.uid, ondelete="CASCADE"),
-           nullable=False),
+    _app_uid(),
     Column("org_uid", UUID(as_uuid=True), ForeignKey(orgs.c.uid, ondelete="CASCADE"),
            nullable=False),
     Column("user_uid", UUID(as_uuid=True), ForeignKey(users.c.uid, ondelete="CASCADE"),
@@ -109,8 +112,7 @@ members = Table(
 
 roles = Table(
     "roles", metadata,
-    Column("app_uid", UUID(as_uuid=True), ForeignKey(apps.c.uid, ondelete="CASCADE"),
-           nullable=False),
+    _app_uid(),
     Column("name", Text, nullable=False),
     Column("permissions", JSONB, nullable=False),
     Column("row_policies", JSONB, nullable=False),
@@ -122,8 +124,7 @@ refresh_tokens = Table(
     "refresh_tokens", metadata,
     Column("jti", UUID(as_uuid=True), primary_key=True),
     Column("family", UUID(as_uuid=True), nullable=False, index=True),
-    Column("app_uid", UUID(as_uuid=True), ForeignKey(apps.c.uid, ondelete="CASCADE"),
-           nullable=False),
+    _app_uid(),
     Column("user_uid", UUID(as_uuid=True), nullable=False),
     Column("org_uid", UUID(as_uuid=True), nullable=False),
     Column("expires_at", DateTime(timezone=True), nullable=False),

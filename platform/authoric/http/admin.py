@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
 
@@ -29,6 +30,25 @@ def require_admin(request: Request) -> Services:
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)],
                    route_class=TypedRoute, responses=ERROR_RESPONSES)
 
+T = TypeVar("T")
+
+
+async def _call(request: Request, service: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """One admin call: the service function in a transaction that commits before the answer."""
+    async with services(request).tx() as conn:
+        return await service(conn, *args)
+
+
+async def _listed(request: Request, service: Callable[..., Awaitable[Any]],
+                  *args: Any) -> dict[str, Any]:
+    return {"items": await _call(request, service, *args)}
+
+
+async def _deleted(request: Request, service: Callable[..., Awaitable[Any]], *args: Any) -> Response:
+    await _call(request, service, *args)
+    return Response(status_code=204)
+
+
 # Request bodies, parsed after the admin token is checked.
 NewAppBody = Annotated[NewApp, Depends(body_of(NewApp))]
 AppChangeBody = Annotated[AppChange, Depends(body_of(AppChange))]
@@ -43,65 +63,53 @@ IndexBody = Annotated[IndexSpec, Depends(body_of(IndexSpec))]
 
 @router.post("/apps", status_code=201, response_model=AppView)
 async def create_app(request: Request, body: NewAppBody) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return apps.public_app(await apps.create_app(conn, body))
+    return apps.public_app(await _call(request, apps.create_app, body))
 
 
 @router.get("/apps", response_model=AppList)
 async def list_apps(request: Request) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return {"items": [apps.public_app(a) for a in await apps.list_apps(conn)]}
+    return {"items": [apps.public_app(a) for a in await _call(request, apps.list_apps)]}
 
 
 @router.get("/apps/{app}", response_model=AppView)
 async def get_app(request: Request, app: str) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return apps.public_app(await apps.find_app(conn, app))
+    return apps.public_app(await _call(request, apps.find_app, app))
 
 
 @router.patch("/apps/{app}", response_model=AppView)
 async def patch_app(request: Request, app: str, body: AppChangeBody) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return apps.public_app(await apps.patch_app(conn, app, body))
+    return apps.public_app(await _call(request, apps.patch_app, app, body))
 
 
 @router.delete("/apps/{app}", status_code=204)
 async def delete_app(request: Request, app: str) -> Response:
-    async with services(request).tx() as conn:
-        await apps.delete_app(conn, app)
-    return Response(status_code=204)
+    return await _deleted(request, apps.delete_app, app)
 
 
 @router.post("/apps/{app}/tables", status_code=201)
 async def create_table(request: Request, app: str, body: NewTableBody) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return (await definitions.create_table(conn, app, body)).public()
+    return (await _call(request, definitions.create_table, app, body)).public()
 
 
 @router.get("/apps/{app}/tables")
 async def list_tables(request: Request, app: str) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return {"items": await definitions.list_tables(conn, app)}
+    return await _listed(request, definitions.list_tables, app)
 
 
 @router.get("/apps/{app}/tables/{table}")
 async def get_table(request: Request, app: str, table: str) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return await definitions.get_table(conn, app, table)
+    return await _call(request, definitions.get_table, app, table)
 
 
 @router.patch("/apps/{app}/tables/{table}")
 async def patch_table(request: Request, app: str, table: str,
                       body: TableChangeBody) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return await definitions.patch_table(conn, app, table, body)
+    return await _call(request, definitions.patch_table, app, table, body)
 
 
 @router.delete("/apps/{app}/tables/{table}", status_code=204)
 async def delete_table(request: Request, app: str, table: str) -> Response:
-    async with services(request).tx() as conn:
-        await definitions.delete_table(conn, app, table)
-    return Response(status_code=204)
+    return await _deleted(request, definitions.delete_table, app, table)
 
 
 @router.put("/apps/{app}/tables/{table}/indexes/{name}", status_code=202)
@@ -117,14 +125,12 @@ async def put_index(request: Request, app: str, table: str, name: str,
 
 @router.get("/apps/{app}/tables/{table}/indexes")
 async def list_indexes(request: Request, app: str, table: str) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return {"items": await definitions.list_indexes(conn, app, table)}
+    return await _listed(request, definitions.list_indexes, app, table)
 
 
 @router.get("/apps/{app}/tables/{table}/indexes/{name}")
 async def get_index(request: Request, app: str, table: str, name: str) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return await definitions.get_index(conn, app, table, name)
+    return await _call(request, definitions.get_index, app, table, name)
 
 
 @router.delete("/apps/{app}/tables/{table}/indexes/{name}", status_code=204)
@@ -138,89 +144,71 @@ async def delete_index(request: Request, app: str, table: str, name: str) -> Res
 
 @router.post("/apps/{app}/orgs", status_code=201)
 async def create_org(request: Request, app: str, body: NewOrgBody) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return await tenancy.create_org(conn, app, body)
+    return await _call(request, tenancy.create_org, app, body)
 
 
 @router.get("/apps/{app}/orgs")
 async def list_orgs(request: Request, app: str) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return {"items": await tenancy.list_orgs(conn, app)}
+    return await _listed(request, tenancy.list_orgs, app)
 
 
 @router.delete("/apps/{app}/orgs/{org}", status_code=204)
 async def delete_org(request: Request, app: str, org: str) -> Response:
-    async with services(request).tx() as conn:
-        await tenancy.delete_org(conn, app, org)
-    return Response(status_code=204)
+    return await _deleted(request, tenancy.delete_org, app, org)
 
 
 @router.post("/apps/{app}/users", status_code=201)
 async def create_user(request: Request, app: str, body: NewUserBody) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return await tenancy.create_user(conn, app, body)
+    return await _call(request, tenancy.create_user, app, body)
 
 
 @router.get("/apps/{app}/users")
 async def list_users(request: Request, app: str) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return {"items": await tenancy.list_users(conn, app)}
+    return await _listed(request, tenancy.list_users, app)
 
 
 @router.delete("/apps/{app}/users/{user}", status_code=204)
 async def delete_user(request: Request, app: str, user: str) -> Response:
-    async with services(request).tx() as conn:
-        await tenancy.delete_user(conn, app, user)
-    return Response(status_code=204)
+    return await _deleted(request, tenancy.delete_user, app, user)
 
 
 @router.put("/apps/{app}/orgs/{org}/members/{user}")
 async def put_member(request: Request, app: str, org: str, user: str,
                      body: MembershipBody) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return await tenancy.put_member(conn, app, org, user, body)
+    return await _call(request, tenancy.put_member, app, org, user, body)
 
 
 @router.get("/apps/{app}/orgs/{org}/members")
 async def list_members(request: Request, app: str, org: str, limit: str | None = None,
                        after: str | None = None) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return await tenancy.list_members(conn, app, org, limit, after)
+    return await _call(request, tenancy.list_members, app, org, limit, after)
 
 
 @router.get("/apps/{app}/users/{user}/memberships")
 async def list_memberships(request: Request, app: str, user: str) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return {"items": await tenancy.list_memberships(conn, app, user)}
+    return await _listed(request, tenancy.list_memberships, app, user)
 
 
 @router.delete("/apps/{app}/orgs/{org}/members/{user}", status_code=204)
 async def delete_member(request: Request, app: str, org: str, user: str) -> Response:
-    async with services(request).tx() as conn:
-        await tenancy.delete_member(conn, app, org, user)
-    return Response(status_code=204)
+    return await _deleted(request, tenancy.delete_member, app, org, user)
 
 
 @router.put("/apps/{app}/roles/{role}")
 async def put_role(request: Request, app: str, role: str, body: RoleBody) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return await tenancy.put_role(conn, app, role, body)
+    return await _call(request, tenancy.put_role, app, role, body)
 
 
 @router.get("/apps/{app}/roles")
 async def list_roles(request: Request, app: str) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return {"items": await tenancy.list_roles(conn, app)}
+    return await _listed(request, tenancy.list_roles, app)
 
 
 @router.get("/apps/{app}/roles/{role}")
 async def get_role(request: Request, app: str, role: str) -> dict[str, Any]:
-    async with services(request).tx() as conn:
-        return await tenancy.get_role(conn, app, role)
+    return await _call(request, tenancy.get_role, app, role)
 
 
 @router.delete("/apps/{app}/roles/{role}", status_code=204)
 async def delete_role(request: Request, app: str, role: str) -> Response:
-    async with services(request).tx() as conn:
-        await tenancy.delete_role(conn, app, role)
-    return Response(status_code=204)
+    return await _deleted(request, tenancy.delete_role, app, role)

@@ -73,38 +73,36 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
+
+        def live(name: str, documentation: str) -> Gauge:
+            # A gauge every worker process adds to: the deployment's total, not one process's.
+            return Gauge(name, documentation, multiprocess_mode="livesum", registry=r)
+
         self.requests = Histogram(
             "authoric_http_request_duration_seconds",
             "HTTP requests by route template, method and status, and how long they took",
             ["route", "method", "status"], buckets=LATENCY_BUCKETS, registry=r)
-        self.in_flight = Gauge("authoric_http_requests_in_flight",
-                               "requests begun and not yet answered in full",
-                               multiprocess_mode="livesum", registry=r)
+        self.in_flight = live("authoric_http_requests_in_flight",
+                              "requests begun and not yet answered in full")
         # Two pools: the SQLAlchemy engine's (admin and console routes, transactions) and the
         # asyncpg pool that serves table requests. Each gauge's help says which it watches.
-        self.pool_in_use = Gauge(
+        self.pool_in_use = live(
             "authoric_db_pool_in_use",
             "connections checked out of the SQLAlchemy engine's pool (admin and console routes, "
-            "transactions; table requests use the request pool: authoric_db_request_pool_*)",
-            multiprocess_mode="livesum", registry=r)
-        self.pool_waiting = Gauge(
+            "transactions; table requests use the request pool: authoric_db_request_pool_*)")
+        self.pool_waiting = live(
             "authoric_db_pool_waiting",
-            "callers waiting for a connection of the SQLAlchemy engine's pool",
-            multiprocess_mode="livesum", registry=r)
-        self.request_pool_size = Gauge(
+            "callers waiting for a connection of the SQLAlchemy engine's pool")
+        self.request_pool_size = live(
             "authoric_db_request_pool_size",
-            "connections open in the asyncpg pool that serves table requests",
-            multiprocess_mode="livesum", registry=r)
-        self.request_pool_in_use = Gauge(
+            "connections open in the asyncpg pool that serves table requests")
+        self.request_pool_in_use = live(
             "authoric_db_request_pool_in_use",
-            "request path's pooled connections running a statement (sampled each second)",
-            multiprocess_mode="livesum", registry=r)
-        self.request_pool_waiting = Gauge(
+            "request path's pooled connections running a statement (sampled each second)")
+        self.request_pool_waiting = live(
             "authoric_db_request_pool_waiting",
-            "requests waiting for a connection of the request path's pool (sampled each second)",
-            multiprocess_mode="livesum", registry=r)
-        self.streams_open = Gauge("authoric_sse_streams_open", "open subscribe streams",
-                                  multiprocess_mode="livesum", registry=r)
+            "requests waiting for a connection of the request path's pool (sampled each second)")
+        self.streams_open = live("authoric_sse_streams_open", "open subscribe streams")
         self.frames = Counter("authoric_sse_frames_sent", "SSE frames sent, by type",
                               ["type"], registry=r)
         self.streams_closed = Counter(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import Table, delete, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -53,19 +53,33 @@ async def list_orgs(conn: AsyncConnection, app_ref: str) -> list[dict[str, Any]]
     return [{"uid": str(r.uid), "name": r.name} for r in rows]
 
 
-async def _org(conn: AsyncConnection, app_uid: uuid.UUID, ref: str) -> Any:
-    row = (await conn.execute(select(t.orgs).where(
-        t.orgs.c.app_uid == app_uid, t.orgs.c.uid == _uuid(ref, "org")))).first()
+async def _owned(conn: AsyncConnection, table: Table, kind: str, app_uid: uuid.UUID,
+                 ref: str) -> Any:
+    """The app's org or user whose uid is `ref`; 404 naming it when the app has none."""
+    row = (await conn.execute(select(table).where(
+        table.c.app_uid == app_uid, table.c.uid == _uuid(ref, kind)))).first()
     if row is None:
-        raise NotFound("no such org", {"org": ref})
+        raise NotFound(f"no such {kind}", {kind: ref})
     return row
 
 
-async def delete_org(conn: AsyncConnection, app_ref: str, org_ref: str) -> None:
+async def _delete_owned(conn: AsyncConnection, table: Table, kind: str, app_ref: str,
+                        ref: str) -> Any:
+    """Delete the app's org or user `ref` (what hangs off it cascades) and bump the app's
+    version, so no cached decision outlives it. The deleted row."""
     app = await find_app(conn, app_ref)
-    org = await _org(conn, app["uid"], org_ref)
-    await conn.execute(delete(t.orgs).where(t.orgs.c.uid == org.uid))
+    row = await _owned(conn, table, kind, app["uid"], ref)
+    await conn.execute(delete(table).where(table.c.uid == row.uid))
     await bump_version(conn, app["uid"])
+    return row
+
+
+async def _org(conn: AsyncConnection, app_uid: uuid.UUID, ref: str) -> Any:
+    return await _owned(conn, t.orgs, "org", app_uid, ref)
+
+
+async def delete_org(conn: AsyncConnection, app_ref: str, org_ref: str) -> None:
+    await _delete_owned(conn, t.orgs, "org", app_ref, org_ref)
 
 
 # Users -----------------------------------------------------------------------------------
@@ -92,19 +106,12 @@ async def list_users(conn: AsyncConnection, app_ref: str) -> list[dict[str, Any]
 
 
 async def _user(conn: AsyncConnection, app_uid: uuid.UUID, ref: str) -> Any:
-    row = (await conn.execute(select(t.users).where(
-        t.users.c.app_uid == app_uid, t.users.c.uid == _uuid(ref, "user")))).first()
-    if row is None:
-        raise NotFound("no such user", {"user": ref})
-    return row
+    return await _owned(conn, t.users, "user", app_uid, ref)
 
 
 async def delete_user(conn: AsyncConnection, app_ref: str, user_ref: str) -> None:
-    app = await find_app(conn, app_ref)
-    user = await _user(conn, app["uid"], user_ref)
-    await conn.execute(delete(t.users).where(t.users.c.uid == user.uid))
+    user = await _delete_owned(conn, t.users, "user", app_ref, user_ref)
     await revoke_sessions(conn, user.uid)
-    await bump_version(conn, app["uid"])
 
 
 # Members ---------------------------------------------------------------------------------
