@@ -20,12 +20,11 @@ from sqlalchemy import all_, and_, any_, false, func, literal, not_, or_, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
-from authoric.catalog.types import BadValue, parse_json, parse_text
+from authoric.catalog.types import BadValue, column_type
 from authoric.errors import BadRequest
 from authoric.query.fields import FieldRef
 
 OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "like", "is_null", "search")
-TEXTUAL = ("text", "select")
 MAX_SEARCH_LENGTH = 1000  # characters of one `search` value
 MAX_DEPTH = 12
 MAX_NODES = 500
@@ -223,7 +222,7 @@ def _comparison(ref: FieldRef, op: str, raw: Any, scope: FilterScope) -> ColumnE
     if op == "search":
         return _search(ref, raw, ref.column.name in scope.search_by_index)
     if op == "like":
-        if ref.type not in TEXTUAL or not isinstance(raw, str):
+        if not column_type(ref.type).textual or not isinstance(raw, str):
             raise FilterError("like applies to text columns and takes a string pattern")
         if (len(raw) - len(raw.rstrip("\\"))) % 2:
             # PostgreSQL refuses it at run time (SQLSTATE 22025); refuse it as a bad filter.
@@ -240,8 +239,8 @@ def _comparison(ref: FieldRef, op: str, raw: Any, scope: FilterScope) -> ColumnE
         if op == "ne":
             return col.isnot(None)
         raise FilterError(f"{op!r} cannot compare with null")
-    if ref.type == "json" and op not in ("eq", "ne"):
-        raise FilterError("json columns only take eq, ne, in, nin and is_null")
+    if not column_type(ref.type).ordered and op not in ("eq", "ne"):
+        raise FilterError(f"{ref.type} columns only take eq, ne, in, nin and is_null")
     # An explicit bind: SQLAlchemy would inline True/False (and refuse `<` with them).
     bound = literal(value, type_=col.type)
     return {
@@ -264,7 +263,7 @@ def _search(ref: FieldRef, raw: Any, by_index: bool = False) -> ColumnElement[bo
     seconds at 100,000 rows. One word it estimates well from the index's statistics, and
     reading all matches first would only cost more for a common word (or, without an index,
     for any search)."""
-    if ref.type not in TEXTUAL or not isinstance(raw, str):
+    if not column_type(ref.type).textual or not isinstance(raw, str):
         raise FilterError("search applies to text columns and takes a string",
                           {"column": ref.name})
     if not raw.strip() or len(raw) > MAX_SEARCH_LENGTH or "\x00" in raw:
@@ -296,8 +295,6 @@ def _coerce(ref: FieldRef, raw: Any, scope: FilterScope) -> Any:
             return None
         raw = str(raw)
     try:
-        if isinstance(raw, str) and ref.type not in (*TEXTUAL, "json"):
-            return parse_text(ref.type, raw)
-        return parse_json(ref.type, raw)
+        return None if raw is None else column_type(ref.type).parse_filter(raw)
     except BadValue as exc:
         raise FilterError(f"bad value for {ref.name!r}: {exc}", {"column": ref.name}) from exc
