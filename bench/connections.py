@@ -171,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(ROLES) * args.orgs} (org, role) pairs", flush=True)
     with tempfile.TemporaryDirectory(prefix="authoric-bench-") as tmp:
         work = Path(tmp)
-        env = {"AUTHORIC_SSE_PING_INTERVAL": str(args.ping)}
+        # One worker: RSS and CPU are read from the process the bench started, which with
+        # several workers would be uvicorn's supervisor, holding no stream.
+        env = {"AUTHORIC_SSE_PING_INTERVAL": str(args.ping), "AUTHORIC_WORKERS": "1"}
         with database(work) as db, running_server(work, db, env) as server:
             world = build_world(server, args.orgs, 1, writers=False)
             asyncio.run(run(args, server, db, world))

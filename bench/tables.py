@@ -16,7 +16,9 @@ Scenarios:
 - `expand`: a page of 50 with and without `?expand=vendor`.
 - `count`: a page of 50 with `?count=exact` (a member), and on the operator's rows route
   with `?count=exact` and `?count=estimate`, at the table's size.
-- `search`: `{"notes": {"search": "..."}}`, without and with a `search` index on `notes`.
+- `search`: `{"notes": {"search": "..."}}`, without and with a `search` index on `notes`
+  (three common words with an exclusion, three common words rarely found together, and words
+  that exclude each other, which PostgreSQL estimates worst).
 
 Not a test: nothing fails. Figures go to docs/benchmarks.md with the command that made them.
 """
@@ -199,6 +201,23 @@ def run(server: Server, token: str, rows: int, scenarios: list[str], requests: i
                                                             "kind": "search"})
         print(f"  search index built in {built:.1f} s")
         row("with search index", measure(server, token, items, query, requests))
+
+        def rare(i: int) -> dict[str, Any]:
+            # Three words each in a quarter of the rows, together in about 0.35%: estimated
+            # as independent, they look ten times more frequent than they are.
+            words = f"{WORDS[i % 12]} {WORDS[(i + 1) % 12]} {WORDS[(i + 5) % 12]}"
+            return {"limit": "50", "filter": json.dumps({"notes": {"search": words}})}
+
+        row("with search index, three words rarely together", measure(
+            server, token, items, rare, requests))
+
+        def none(i: int) -> dict[str, Any]:
+            # The worst estimate: a word and its exclusion look like 19% of the rows, match none.
+            words = f"{WORDS[i % 12]} {WORDS[(i + 1) % 12]} -{WORDS[i % 12]}"
+            return {"limit": "50", "filter": json.dumps({"notes": {"search": words}})}
+
+        row("with search index, words that exclude each other", measure(
+            server, token, items, none, max(5, requests // 4)))
 
 
 def main() -> None:

@@ -2,10 +2,11 @@
 
 Open a session as a principal (an app user in one org, with that user's roles and policies)
 or as the app itself acting in an explicit org (every permission, no row policy, nothing
-redacted, still confined to that org). Every method goes through the same plan, governed
-reads and write service as the REST API (values and filters typed as the REST edge types
-them), so every write records its change and reaches subscribers (stamped by the sequencer
-of any running server process).
+redacted, still confined to that org). Every method is one `TableRequest` (plan.request
+`call`, parsed by the REST edge's parsers) run by the REST API's own pipeline
+(records.pipeline `execute`) as a `Fresh` caller: in one transaction whose roles and catalog
+are read in it. So every write records its change and reaches subscribers (stamped by the
+sequencer of any running server process).
 
 `Session.sql()` runs raw SQL. It is the one path that produces no events: the change log
 knows nothing of it. Write through the CRUD methods when subscribers must hear of a change.
@@ -37,14 +38,9 @@ from authoric.db.embedded import embedded_database_url
 from authoric.db.engine import create_engine
 from authoric.db.errors import translate
 from authoric.errors import NotFound, Unauthenticated
-from authoric.plan.access import Access, admit
-from authoric.plan.listing import parse_limit
-from authoric.plan.plan import Page
-from authoric.plan.runner import ConnectionExecutor
+from authoric.plan.request import Operation, call
 from authoric.policy.principal import Principal
-from authoric.query.filters import parse_filter
-from authoric.records import bulk, csv_export, csv_import, reads, writes
-from authoric.records.values import column_values
+from authoric.records.pipeline import Fresh, InTransaction, execute
 from authoric.settings import Settings
 
 
@@ -112,14 +108,12 @@ class Session:
     principal: Principal
 
     @asynccontextmanager
-    async def _access(self, table: str,
-                      action: str) -> AsyncIterator[tuple[ConnectionExecutor, Access]]:
-        try:
-            async with self.sdk.engine.begin() as conn:
-                principal, snapshot = await self._current(conn)
-                yield ConnectionExecutor(conn), admit(snapshot, principal, table, action)
-        except DBAPIError as exc:  # the contract's errors, as the REST API gives them (409...)
-            raise translate(exc) from exc
+    async def transaction(self) -> AsyncIterator[InTransaction]:
+        """A transaction, and this session's principal in it, its roles and the app's snapshot
+        read there (records.pipeline.Fresh: an SDK call never runs on cached facts)."""
+        async with self.sdk.engine.begin() as conn:
+            principal, snapshot = await self._current(conn)
+            yield InTransaction(conn, self.sdk.engine, principal, snapshot)
 
     async def _current(self, conn: AsyncConnection) -> tuple[Principal, AppSnapshot]:
         """The principal with its roles as of now, and the app's current snapshot."""
@@ -135,49 +129,49 @@ class Session:
             p = Principal(p.app_uid, p.user_uid, p.org_uid, p.email, tuple(roles))
         return p, await self.sdk.snapshots.get(conn, p.app_uid, version)
 
+    async def _execute(self, table: str, operation: Operation, uid: str | uuid.UUID | None = None,
+                       chunks: AsyncIterator[bytes] | None = None, **parts: Any) -> Any:
+        """One call through the request pipeline, as REST runs it (records.pipeline)."""
+        request = call(str(self.principal.app_uid), table, operation, uid, **parts)
+        try:
+            return await execute(Fresh(self.transaction), request, chunks)
+        except DBAPIError as exc:  # the contract's errors, as the REST API gives them (409...)
+            raise translate(exc) from exc
+
     async def create(self, table: str, values: dict[str, Any]) -> dict[str, Any]:
-        async with self._access(table, "create") as (ex, access):
-            typed = column_values(access.table, values, creating=True)
-            return await writes.create_row(ex, access, typed)
+        row: dict[str, Any] = await self._execute(table, "create", body=values)
+        return row
 
     async def read(self, table: str, uid: str | uuid.UUID) -> dict[str, Any]:
-        async with self._access(table, "read") as (ex, access):
-            return await reads.read_one(ex, access, _uuid(uid, "row"))
+        row: dict[str, Any] = await self._execute(table, "read", uid)
+        return row
 
     async def list(self, table: str, filter: dict[str, Any] | None = None, order: str | None = None,
                    limit: int | None = None, after: str | None = None) -> dict[str, Any]:
-        async with self._access(table, "read_list") as (ex, access):
-            page = Page(order, parse_limit(None if limit is None else str(limit)), after)
-            return await reads.list_page(ex, access, parse_filter(filter or {}), page)
+        page: dict[str, Any] = await self._execute(table, "list", filter=filter, order=order,
+                                                   limit=limit, after=after)
+        return page
 
     async def update(self, table: str, uid: str | uuid.UUID, values: dict[str, Any]) -> dict[str, Any]:
-        async with self._access(table, "update") as (ex, access):
-            typed = column_values(access.table, values, creating=False)
-            return await writes.update_row(ex, access, _uuid(uid, "row"), typed)
+        row: dict[str, Any] = await self._execute(table, "update", uid, body=values)
+        return row
 
     async def delete(self, table: str, uid: str | uuid.UUID) -> None:
-        async with self._access(table, "delete") as (ex, access):
-            await writes.delete_row(ex, access, _uuid(uid, "row"))
+        await self._execute(table, "delete", uid)
 
     async def bulk_update(self, table: str, filter: dict[str, Any], values: dict[str, Any]) -> int:
-        async with self._access(table, "update") as (ex, access):
-            plan = bulk.checked_plan(access, parse_filter(filter))
-            typed = column_values(access.table, values, creating=False)
-            return await bulk.bulk_update(ex, access, plan, typed)
+        done = await self._execute(table, "update_where", filter=filter, body={"set": values})
+        return int(done["count"])
 
     async def bulk_delete(self, table: str, filter: dict[str, Any]) -> int:
-        async with self._access(table, "delete") as (ex, access):
-            return await bulk.bulk_delete(ex, access, parse_filter(filter))
+        return int((await self._execute(table, "delete_where", filter=filter))["count"])
 
     async def import_csv(self, table: str, chunks: AsyncIterator[bytes]) -> int:
-        async with self._access(table, "create") as (ex, access):
-            return await csv_import.import_csv(ex.conn, access, chunks)
+        return int((await self._execute(table, "import", chunks=chunks))["inserted"])
 
     async def export_csv(self, table: str, filter: dict[str, Any] | None = None,
                          order: str | None = None) -> AsyncIterator[bytes]:
-        async with self._access(table, "read_list") as (_, access):
-            statement = csv_export.export_statement(access, parse_filter(filter or {}), order)
-        async for chunk in csv_export.export_csv(self.sdk.engine, access, statement):
+        async for chunk in await self._execute(table, "export", filter=filter, order=order):
             yield chunk
 
     async def sql(self, statement: str, params: dict[str, Any] | None = None) -> builtins.list[Any]:

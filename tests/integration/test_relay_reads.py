@@ -96,7 +96,7 @@ async def test_a_process_with_a_stream_open_reads_every_entry_stamped_after_it_r
     writer, hub, relay = running
     await reaches(relay, await write_and_stamp(writer, 2))  # skipped: nobody was here
     snapshot = AppSnapshot(APP, "notes-app", 1, {}, {}, {}, build_enforcer({}))
-    sub = Subscriber(APP, ("notes",), None, asyncio.Queue(maxsize=100))
+    sub = Subscriber(APP, ("notes",), None, 100)
     hub.add(sub, snapshot)
     skips_before = relay.skips
     await reaches(relay, await write_and_stamp(writer, 2))

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from authoric.errors import BadRequest, NotFound, UnsupportedMediaType, ValidationFailed
 from authoric.http.edge import accepts, media_type, table_request
 from authoric.plan.plan import Page
-from authoric.plan.request import Operation, TableRequest
+from authoric.plan.request import Operation, TableRequest, call
 from authoric.query.filters import EVERYTHING, parse_filter
 
 PATH = {"app": "shop", "table": "invoices"}
@@ -111,3 +111,22 @@ def test_each_operation_asks_the_gate_for_its_permission(operation: Operation,
     request: Any = parsed(operation)
     assert request.action == action
     assert request.writes == (operation not in ("read", "list", "export"))
+
+
+def test_a_python_caller_s_call_is_parsed_as_the_edge_parses_the_same_query() -> None:
+    from_python = call("shop", "invoices", "list", filter={"status": "paid"}, order="-amount",
+                       limit=20, after="abc", count="exact")
+    from_http = parsed("list", "status=paid&order=-amount&limit=20&after=abc&count=exact")
+    assert from_python.filter.get() == from_http.filter.get()
+    assert from_python.page.get() == from_http.page.get()
+    assert from_python.count.get() == from_http.count.get() == "exact"
+
+
+def test_a_python_caller_s_bad_parts_wait_for_the_gate_with_the_edge_s_codes() -> None:
+    bad = call("shop", "invoices", "list", "not-a-uid", filter={"status": {"nope": 1}},
+               limit=0, count="some", expand="a.b.c")
+    for part, code in ((bad.row_uid, NotFound), (bad.filter.get, BadRequest),
+                       (bad.page.get, BadRequest), (bad.count.get, BadRequest),
+                       (bad.expand.get, BadRequest)):
+        with pytest.raises(code):
+            part()

@@ -47,6 +47,10 @@ class ColumnDef(BaseModel):
         """The Python value of a textual value (query string, CSV cell) for this column."""
         return self._within_options(parse_text(self.type, raw))
 
+    def bound_default(self) -> Any:
+        """The default value as a bound parameter of raw SQL (`CAST(:p AS <pg_name>)`)."""
+        return column_type(self.type).bind_value(self.parse_json(self.default))
+
     def _within_options(self, value: Any) -> Any:
         if self.options is not None and value is not None and value not in self.options:
             raise BadValue(f"expected one of the options: {', '.join(self.options[:20])}")
@@ -76,7 +80,7 @@ class ColumnDef(BaseModel):
         return self
 
     def _check_options(self) -> None:
-        if (self.type == "select") != (self.options is not None):
+        if column_type(self.type).takes_options != (self.options is not None):
             raise ValidationFailed(f"column {self.name!r}: `options` goes with type select, "
                                    "and only there", {"column": self.name})
         if self.options is None:

@@ -138,7 +138,7 @@ def compile_table(app_uid: uuid.UUID, definition: TableDef, metadata: MetaData) 
             constraints.append(option_check(definition, c, by_name[c.name]))
         if c.unique:
             constraints.append(_unique(definition, c))
-        if c.type == "reference":
+        if column_type(c.type).is_reference:
             constraints.append(ForeignKeyConstraint(
                 ["org_uid", c.name],
                 [f"{schema}.{c.references}.org_uid", f"{schema}.{c.references}.uid"],

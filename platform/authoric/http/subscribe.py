@@ -7,8 +7,6 @@ Each route runs its gate and hands a `StreamRequest` to the one stream implement
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-
 from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse
 from starlette.background import BackgroundTask
@@ -53,39 +51,24 @@ def table_names(raw: str | None) -> list[str]:
 
 
 async def event_stream(request: Request, req: StreamRequest) -> EventSourceResponse:
-    """Open the stream (429 over the deployment's per-user cap) and answer with it."""
+    """Open the stream (429 over the deployment's per-user cap) and answer with it.
+
+    No closure or wrapper generator here: whatever the response holds stays alive as long as
+    the client does, so the stream itself carries its lease and its cleanup."""
     svc = services(request)
     assert svc.source is not None
     stream = Stream(svc.settings, svc.engine, svc.hub, svc.source, req)
     stream.open()
-    lease = None
     if req.principal is not None:
         try:
-            lease = await request.app.state.stream_leases.take(req.principal)
+            stream.lease = await request.app.state.stream_leases.take(req.principal)
         except BaseException:
             stream.close()
             raise
-
-    def close() -> None:
-        stream.close()
-        if lease is not None:
-            lease.release()
-
-    async def close_on_loop() -> None:  # a sync background task would run in a thread
-        close()
-
-    # `close` also runs after the response, in case it ended before the stream started.
-    return EventSourceResponse(released(metered_frames(request.app.state.metrics, stream), close),
-                               ping=0, sep="\n", background=BackgroundTask(close_on_loop))
-
-
-async def released(frames: AsyncIterator[bytes], close: Callable[[], None]) -> AsyncIterator[bytes]:
-    """`frames`, then `close` however they end (the stream's lease goes with its stream)."""
-    try:
-        async for chunk in frames:
-            yield chunk
-    finally:
-        close()
+    # The stream closes (and releases its lease) however its frames end; the background task
+    # closes it too, in case the response ended before the frames started.
+    return EventSourceResponse(metered_frames(request.app.state.metrics, stream),
+                               ping=0, sep="\n", background=BackgroundTask(stream.closed))
 
 
 @router.get("/{app}/autocrud/{table}/subscribe", response_model=None)

@@ -21,6 +21,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import ColumnElement
 
+from authoric.catalog.indexes import searched_columns
 from authoric.catalog.schema import CompiledTable
 from authoric.changes.log import INSERT
 from authoric.db import tables as t
@@ -74,19 +75,22 @@ class Plan:
     def table(self) -> CompiledTable:
         return self.access.table
 
-    def scope(self) -> FilterScope:
+    def scope(self, page: bool = False) -> FilterScope:
+        searched = frozenset(searched_columns(
+            self.access.snapshot.indexes.get(self.table.name, []))) if page else frozenset()
         return FilterScope(table_fields(self.table), self.access.principal.attributes(),
-                           self.access.decision.redacted)
+                           self.access.decision.redacted, search_by_index=searched)
 
     def governed(self) -> ColumnElement[bool]:
         a = self.access
         return governed_rows(a.table, a.decision, a.principal, a.operator)
 
-    def where(self) -> ColumnElement[bool]:
-        """The governed clause AND the request's filter."""
+    def where(self, page: bool = False) -> ColumnElement[bool]:
+        """The governed clause AND the request's filter (`page`: compiled for a list page,
+        query.filters `search_by_index`)."""
         if self.filter == EVERYTHING:
             return self.governed()
-        return and_(self.governed(), compile_filter(self.filter, self.scope()))
+        return and_(self.governed(), compile_filter(self.filter, self.scope(page)))
 
     def ordering(self, order: str | None) -> Ordering:
         return parse_order(order, table_fields(self.table), self.access.decision.redacted)
@@ -150,7 +154,7 @@ class Plan:
     def select_page(self, page: Page, ordering: Ordering,
                     after: tuple[Any, Any] | None) -> Any:
         uid = self.table.table.c.uid
-        where = [self.where()]
+        where = [self.where(page=True)]
         if after is not None:
             where.append(cursor_clause(ordering, after, uid))
         return (select(self.table.table).where(and_(*where))

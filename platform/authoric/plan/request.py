@@ -146,3 +146,16 @@ class TableRequest:
         if self.uid is None:
             raise NotFound("no such row")
         return self.uid.get()
+
+
+def call(app: str, table: str, operation: Operation, uid: str | uuid.UUID | None = None, *,
+         filter: Any = None, order: str | None = None, limit: str | int | None = None,
+         after: str | None = None, body: Any = None, count: str | None = None,
+         expand: str | None = None) -> TableRequest:
+    """The `TableRequest` of a call made from Python values (the server-side SDK, the console's
+    rows): each part parsed by the edge's own parsers, so it is refused with the same codes."""
+    return TableRequest(
+        app, table, operation, None if uid is None else checked_uid(uid),
+        filter=checked_filter(filter), page=checked_page(order, limit, after), body=ok(body),
+        count=Checked.of(lambda: parse_count(count), None),
+        expand=Checked.of(lambda: parse_expand(expand), ()))

@@ -19,7 +19,7 @@ import heapq
 import logging
 import time
 import uuid
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -44,35 +44,75 @@ CLOSE = Frame(-1, b"")  # sentinel: the stream must end (overflow, membership or
 OPERATOR: Hashable = ("operator",)  # the read class of the admin feed: every org, no policy
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Subscriber:
-    """One open stream: an app, its tables, who reads (None: the operator), and its queue."""
+    """One open stream: an app, its tables, who reads (None: the operator), and its mailbox.
+
+    The mailbox holds the frames delivered and not yet taken by the stream, at most `limit`
+    (0: no bound); one more ends the stream with `overflow`. It is a deque made at the first
+    delivery and dropped when the stream takes it, plus one future while the stream waits:
+    an idle stream holds neither (an asyncio.Queue holds four deques, ~3 KiB, per stream).
+    """
 
     app_uid: uuid.UUID
     tables: tuple[str, ...]
     principal: Principal | None
-    queue: asyncio.Queue[Frame]
+    limit: int
     keys: dict[str, Hashable] = field(default_factory=dict)  # read class per table
     expand: ExpandPaths = ()  # `?expand=` of a per-table stream
     closed: bool = False
     reason: str = ""
+    _items: deque[Frame] | None = field(default=None, init=False, repr=False)
+    _waiter: asyncio.Future[None] | None = field(default=None, init=False, repr=False)
 
     def offer(self, item: Frame) -> None:
         if self.closed:
             return
-        try:
-            self.queue.put_nowait(item)
-        except asyncio.QueueFull:
+        items = self._items
+        if items is None:
+            items = self._items = deque()
+        elif self.limit and len(items) >= self.limit:
             self.close("overflow")
+            return
+        items.append(item)
+        self._wake()
 
     def close(self, reason: str) -> None:
         """End the stream: drop what is queued and leave only the close sentinel."""
         if self.closed:
             return
         self.closed, self.reason = True, reason
-        while not self.queue.empty():
-            self.queue.get_nowait()
-        self.queue.put_nowait(CLOSE)
+        self._items = deque((CLOSE,))
+        self._wake()
+
+    async def wait(self, seconds: float) -> None:
+        """Until a frame is queued, or `seconds` have passed (whichever comes first)."""
+        if self._items:
+            return
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        # A timer on the future, not asyncio.timeout: no Timeout object, no TimeoutError
+        # raised per ping, and a cancel (disconnect, shutdown) is never swallowed.
+        timer = loop.call_later(seconds, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+
+    def take(self) -> deque[Frame] | None:
+        """Every frame queued, in order (None: none), leaving the mailbox empty."""
+        items, self._items = self._items, None
+        return items
+
+    def _wake(self) -> None:
+        if self._waiter is not None:
+            _resolve(self._waiter)
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def read_class(snapshot: AppSnapshot, table: str, sub: Subscriber) -> Hashable:

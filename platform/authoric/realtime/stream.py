@@ -9,11 +9,10 @@ reads (a member's principal, or None for the operator: every org, no policy).
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 import re
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,14 +27,16 @@ from authoric.realtime.hub import CLOSE, Hub, Subscriber
 from authoric.realtime.judge import Frame, ReadClass, frame, judge
 from authoric.realtime.operator import judge_for_operator
 from authoric.realtime.source import Change, Source
+from authoric.realtime.stream_leases import Lease
 from authoric.settings import Settings
 
 PING = b": ping\n\n"
 POSITION = re.compile(r"[0-9]{1,19}")  # ASCII digits only: "+5", "1_0", "٣" do not parse
 REPLAY_CHUNK = 500
+NONE_WRITTEN: list[float] = []  # shared, never appended to: no list per idle stream
 
 
-@dataclass
+@dataclass(slots=True)
 class StreamRequest:
     snapshot: AppSnapshot
     tables: Sequence[CompiledTable]
@@ -52,18 +53,25 @@ class StreamRequest:
 
 
 class Stream:
+    """Held for as long as its client stays: what an idle stream keeps per client is this,
+    its Subscriber and the frames() generator, so both classes have slots and hold no more
+    than the loop needs (docs/benchmarks-realtime.md, idle connections)."""
+
+    __slots__ = ("engine", "hub", "last_sent", "lease", "req", "settings", "source", "sub",
+                 "written")
+
     def __init__(self, settings: Settings, engine: AsyncEngine, hub: Hub, source: Source,
                  req: StreamRequest) -> None:
         self.settings, self.engine, self.hub, self.req = settings, engine, hub, req
         self.source = source
         self.sub = Subscriber(req.snapshot.uid, tuple(t.name for t in req.tables), req.principal,
-                              asyncio.Queue(maxsize=settings.sse_queue_size),
-                              expand=req.expand)
-        self.tables = {t.name: t for t in req.tables}
+                              settings.sse_queue_size, expand=req.expand)
+        # The per-user cap's lease (realtime/stream_leases.py), released with the stream.
+        self.lease: Lease | None = None
         self.last_sent = 0
         # When the changes of the live frames in the chunk last yielded were written; read
         # after the chunk was sent, for the delivery-latency histogram.
-        self.written: list[float] = []
+        self.written: list[float] = NONE_WRITTEN
 
     def open(self) -> None:
         """Register with the hub. Done before the response starts, and before replaying, so
@@ -72,19 +80,65 @@ class Stream:
         self.hub.add(self.sub, self.req.snapshot)
 
     def close(self) -> None:
-        """Unregister (idempotent): the stream ended, or its response never started."""
+        """Unregister and release the lease (idempotent): the stream ended, or its response
+        never started."""
         self.hub.remove(self.sub)
+        if self.lease is not None:
+            self.lease.release()
+
+    async def closed(self) -> None:
+        """`close` as a response's background task (a sync one would run in a thread)."""
+        self.close()
 
     async def frames(self) -> AsyncIterator[bytes]:
+        """`connected`, the replay, then live frames, pings and `reauth`, in one generator
+        (each nested one would stay alive, and be paid for, as long as the stream)."""
         try:
             yield frame(None, self.req.connected(), "connected")
             if self.req.last_event_id is not None:
                 async for chunk in self._replay(self.req.last_event_id):
                     yield chunk
-            async for chunk in self._live():
-                yield chunk
+            ping_every = self.settings.sse_ping_interval
+            principal = self.req.principal
+            expires = (principal.expires_at if principal else None) or float("inf")
+            next_ping = time.time() + ping_every
+            sub = self.sub
+            while True:
+                now = time.time()
+                if now >= expires:
+                    yield frame(None, {"reason": "token_expired"}, "reauth")
+                    return
+                if now >= next_ping:
+                    yield PING
+                    next_ping = now + ping_every
+                await sub.wait(min(next_ping, expires) - now)
+                items = sub.take()
+                if items is None:
+                    continue  # a ping or the token's expiry is due
+                chunk, ended = self._pack(items)
+                if chunk:
+                    yield chunk
+                    self.written = NONE_WRITTEN
+                if ended:
+                    return
         finally:
             self.close()
+
+    def _pack(self, items: deque[Frame]) -> tuple[bytes, bool]:
+        """Everything queued as one write (not one write per frame), and whether the stream
+        must end; `written` gets the frames' write times."""
+        out: list[bytes] = []
+        stamps: list[float] = []
+        for item in items:
+            if item is CLOSE:
+                self.written = stamps
+                return b"".join(out), True
+            if item.pos > self.last_sent:  # else: already replayed
+                self.last_sent = item.pos
+                out.append(item.data)
+                stamps.append(item.at)
+        self.written = stamps
+        return b"".join(out), False
 
     async def _replay(self, raw: str) -> AsyncIterator[bytes]:
         head, horizon = await self.source.bounds()
@@ -123,52 +177,10 @@ class Stream:
             by_table[entry.table].append(entry)
         lists: list[list[Frame]] = []
         for name, batch in by_table.items():
-            table = self.tables[name]
+            table = next(t for t in self.req.tables if t.name == name)
             if self.sub.principal is None:
                 lists.append(await judge_for_operator(conn, table, batch))
                 continue
             cls = ReadClass(self.sub.keys[name], self.sub.principal, self.sub.expand)
             lists.append((await judge(conn, self.req.snapshot, table, [cls], batch))[cls.key])
         return list(heapq.merge(*lists, key=lambda f: f.pos))
-
-    async def _live(self) -> AsyncIterator[bytes]:
-        ping_every = self.settings.sse_ping_interval
-        principal = self.req.principal
-        expires = (principal.expires_at if principal else None) or float("inf")
-        next_ping = time.time() + ping_every
-        queue = self.sub.queue
-        while True:
-            now = time.time()
-            if now >= expires:
-                yield frame(None, {"reason": "token_expired"}, "reauth")
-                return
-            if now >= next_ping:
-                yield PING
-                next_ping = now + ping_every
-            try:
-                # asyncio.timeout: wait_for (3.11) can swallow a cancel (a disconnect, a
-                # shutdown) that meets a delivery, and the stream would outlive its client.
-                async with asyncio.timeout(min(next_ping, expires) - now):
-                    item = await queue.get()
-            except TimeoutError:
-                continue
-            # Send everything already queued in one write, not one write per frame.
-            out: list[bytes] = []
-            stamps: list[float] = []
-            while True:
-                if item is CLOSE:
-                    if out:
-                        self.written = stamps
-                        yield b"".join(out)
-                    return
-                if item.pos > self.last_sent:  # else: already replayed
-                    self.last_sent = item.pos
-                    out.append(item.data)
-                    stamps.append(item.at)
-                if queue.empty():
-                    break
-                item = queue.get_nowait()
-            if out:
-                self.written = stamps
-                yield b"".join(out)
-                self.written = []

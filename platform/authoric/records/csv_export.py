@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import csv
 import io
-import json
 import os
 import tempfile
 from collections.abc import AsyncIterator, Callable
@@ -20,6 +19,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from authoric.catalog.schema import field_name
+from authoric.catalog.types import ColumnType, column_type
 from authoric.plan.access import Access
 from authoric.plan.plan import Plan
 from authoric.query.filters import Node
@@ -33,16 +33,14 @@ def neutralised(value: str) -> str:
     return "'" + value if value.startswith(FORMULA_STARTS) else value
 
 
-def _cell(kind: str, value: Any) -> str:
+def _cell(kind: ColumnType | None, value: Any) -> str:
+    """One cell; `kind` None for a redacted column (its value is the redaction marker)."""
     if value is None:
         return ""
-    if kind == "json":
-        return neutralised(json.dumps(value, separators=(",", ":")))
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if kind == "text" or kind == "redacted":
+    if kind is None:
         return neutralised(str(value))
-    return str(value)
+    cell = kind.csv_cell(value)
+    return neutralised(cell) if kind.free_text else cell
 
 
 def export_statement(access: Access, filter_tree: Node, order: str | None) -> Any:
@@ -100,8 +98,9 @@ async def _read_rows(engine: AsyncEngine, access: Access, statement: Any,
                      append: Callable[[bytes], None]) -> None:
     table = access.table
     columns = table.definition.columns
-    kinds = ["uuid", *["redacted" if c.name in access.decision.redacted else c.type
-                       for c in columns], "timestamp", "timestamp"]
+    stamp = column_type("timestamp")
+    kinds = [column_type("uuid"), *[None if c.name in access.decision.redacted
+                                    else column_type(c.type) for c in columns], stamp, stamp]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(["uid", *[field_name(c) for c in columns], "createdAt", "updatedAt"])

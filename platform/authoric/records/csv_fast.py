@@ -29,7 +29,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.model import ColumnDef
-from authoric.catalog.types import REGISTRY, column_type, parse_json
+from authoric.catalog.types import REGISTRY, column_type
 from authoric.db.errors import sqlstate
 from authoric.records.csv_stream import Record
 from authoric.records.gate import Access
@@ -182,7 +182,7 @@ async def _move(conn: AsyncConnection, access: Access, columns: list[ColumnDef],
                         *[f"CAST(:d{i} AS {PG_TYPES[c.type]})" for i, c in enumerate(defaults)]])
     params: dict[str, Any] = {"org": access.principal.org_uid}
     for i, column in enumerate(defaults):
-        params[f"d{i}"] = column_type(column.type).bind_value(parse_json(column.type, column.default))
+        params[f"d{i}"] = column.bound_default()
     try:
         async with conn.begin_nested():
             for column in columns:

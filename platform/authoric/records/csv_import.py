@@ -10,7 +10,6 @@ one `insert` entry per row up to 1,000 rows, else a single `bulk` entry (a `resy
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
 from authoric.catalog.model import ColumnDef
-from authoric.catalog.types import BadValue, parse_json, parse_text
+from authoric.catalog.types import BadValue, column_type
 from authoric.changes.log import BULK, record_change
 from authoric.errors import Forbidden, ServiceUnavailable, ValidationFailed
 from authoric.records.conflicts import shown
@@ -107,12 +106,7 @@ def header_columns(access: Access, header: Record) -> list[ColumnDef]:
 def _typed(column: ColumnDef, raw: str) -> Any:
     if raw == "":
         return None
-    if column.type == "json":
-        parse_text("json", raw)  # validate; the staging column takes the JSON text
-        return raw
-    if column.type in ("text", "select"):
-        return column.parse_json(raw)
-    return column.parse_text(raw)
+    return column_type(column.type).copy_value(column.parse_text(raw), raw)
 
 
 def _row(columns: list[ColumnDef], record: Record, errors: ImportErrors) -> list[Any] | None:
@@ -276,7 +270,7 @@ async def _check_in_database(conn: AsyncConnection, access: Access, columns: lis
     org = access.principal.org_uid
     schema = access.table.table.schema
     for column in columns:
-        if column.type == "reference":
+        if column_type(column.type).is_reference:
             target = access.snapshot.table(str(column.references))
             found = await conn.execute(text(dangling_references_sql(
                 schema, target.name, column.name, target.soft_delete)), {"org": org})
@@ -338,8 +332,7 @@ async def _insert(conn: AsyncConnection, access: Access, columns: list[ColumnDef
                         *[f":d{i}" for i in range(len(defaults))]])
     params: dict[str, Any] = {"org": principal.org_uid}
     for i, column in enumerate(defaults):
-        value = parse_json(column.type, column.default)
-        params[f"d{i}"] = json.dumps(value) if column.type == "json" else value
+        params[f"d{i}"] = column.bound_default()
     schema = table.table.schema
     await conn.execute(text(
         f'INSERT INTO "{schema}"."{table.name}" ({target}) '

@@ -8,8 +8,10 @@ A `Caller` is who is asking, resolved once: it admits an action on a table (the 
 are two kinds:
 - the request path's (http/context.py), planned from cached facts, whose single statement
   carries the facts as a guard (`at_once`): one round trip, in autocommit;
-- a transaction's (`InTransaction`), whose facts were read fresh inside it: the SDK, the
-  console, and every request whose work needs several statements.
+- a transaction's (`InTransaction`), whose facts were read fresh inside it: every request
+  whose work needs several statements;
+- a `Fresh` caller (the SDK, the console's rows), which is never `at_once`: `execute` opens
+  its transaction first, reading the facts fresh there, and runs the whole request in it.
 
 `execute` owns the choice between them, and the explanation of a miss:
 - a read, a page, and a create or single-row update/delete that touches no soft-delete table
@@ -23,7 +25,7 @@ are two kinds:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -86,6 +88,19 @@ class InTransaction:
         yield self
 
 
+@dataclass(frozen=True)
+class Fresh:
+    """A caller that is never `at_once` (the SDK, the console's rows): each of its transactions
+    reads its facts fresh (`open`), so a second one can explain a conflict after a rollback."""
+
+    open: Callable[[], AbstractAsyncContextManager[InTransaction]]
+
+    at_once = False
+
+    def transaction(self) -> AbstractAsyncContextManager[InTransaction]:
+        return self.open()
+
+
 def strategy(access: Access, request: TableRequest, at_once: bool) -> Strategy:
     """One guarded statement, or a transaction, for `request` by a caller that can (`at_once`)
     or cannot run one guarded statement."""
@@ -105,22 +120,30 @@ def admitted(caller: Caller | InTransaction, request: TableRequest) -> Access:
     return access
 
 
-async def execute(caller: Caller, request: TableRequest,
+async def execute(caller: Caller | Fresh, request: TableRequest,
                   chunks: AsyncIterator[bytes] | Spool | None = None) -> Any:
     """Run `request` as `caller`: the gate, then the request's shape (in the contract's check
     order), the plan, and its statement(s). The answer is the operation's: a row, a page,
     None for a delete, a count, or the CSV bytes of an export. `chunks` is an import's body."""
+    try:
+        if isinstance(caller, Fresh):
+            async with caller.transaction() as tx:
+                return await _answer(tx, request, chunks)
+        return await _answer(caller, request, chunks)
+    except UnexplainedConflict as pending:  # the transaction rolled back: ask on a fresh one
+        async with caller.transaction() as tx:
+            await explain_after_rollback(tx.ex, pending)
+
+
+async def _answer(caller: Caller, request: TableRequest,
+                  chunks: AsyncIterator[bytes] | Spool | None) -> Any:
     access = admitted(caller, request)
     tree = expansion_tree(access, request.expand.get())
     count = request.count.get()
     if count == "estimate":
         raise BadRequest("count=estimate is the operator's (the console's rows); members "
                          "count exactly", {"count": count})
-    try:
-        result = await _run(caller, access, request, chunks)
-    except UnexplainedConflict as pending:  # the transaction rolled back: ask on a fresh one
-        async with caller.transaction() as tx:
-            await explain_after_rollback(tx.ex, pending)
+    result = await _run(caller, access, request, chunks)
     if tree:
         shown = result["items"] if request.operation == "list" else [result]
         # A writer who may not read the row gets {"uid"} alone: nothing to expand.

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import and_, exists, literal, select
 
+from authoric.catalog.types import column_type
 from authoric.errors import Conflict
 from authoric.plan.access import Access
 from authoric.plan.runner import Executor
@@ -25,7 +26,7 @@ async def require_live_targets(ex: Executor, access: Access, values: dict[str, A
     """409 when a reference names a soft-deleted row (the key alone would accept it)."""
     for column in access.table.definition.columns:
         value = values.get(column.name)
-        if column.type != "reference" or value is None:
+        if not column_type(column.type).is_reference or value is None:
             continue
         target = access.snapshot.table(str(column.references))
         if not target.soft_delete:
@@ -44,7 +45,7 @@ async def refuse_if_referenced(ex: Executor, access: Access, doomed: Any) -> Non
     name = access.table.name
     for other in access.snapshot.tables.values():
         for column in other.definition.columns:
-            if column.type != "reference" or column.references != name:
+            if column.references != name:  # set on reference columns, and only there
                 continue
             ref = other.table.c[column.name]
             if await _any(ex, and_(ref.in_(doomed), other.live())):

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import and_, exists, literal, select
 from uuid6 import uuid7
 
+from authoric.catalog.types import column_type
 from authoric.changes.log import DELETE, UPDATE
 from authoric.errors import Forbidden, NotFound
 from authoric.plan.access import Access, reader
@@ -33,7 +34,7 @@ def needs_transaction(access: Access, action: str) -> bool:
     row may not be soft-deleted)."""
     if action == "delete":
         return access.table.soft_delete
-    return any(c.type == "reference" and access.snapshot.table(str(c.references)).soft_delete
+    return any(column_type(c.type).is_reference and access.snapshot.table(str(c.references)).soft_delete
                for c in access.table.definition.columns)
 
 

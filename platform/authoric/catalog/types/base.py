@@ -39,6 +39,17 @@ class ColumnType:
     # True for a column that points at a row of another table (`references` is then required,
     # and rows show the value under `<name>_uid`).
     is_reference: ClassVar[bool] = False
+    # True for a column whose values are one of its own fixed `options` (`options` is then
+    # required, and allowed nowhere else).
+    takes_options: ClassVar[bool] = False
+    # True for words a person writes and searches: `like` and `search` filters apply, and a
+    # `search` index can hold the column.
+    textual: ClassVar[bool] = False
+    # False where `lt`/`gt` mean nothing to a client (json): only equality filters apply.
+    ordered: ClassVar[bool] = True
+    # True for values a client writes freely (text, json): a CSV export neutralises the ones a
+    # spreadsheet would run as a formula.
+    free_text: ClassVar[bool] = False
 
     def sql_type(self) -> TypeEngine[Any]:
         """The SQLAlchemy type of the physical column."""
@@ -52,9 +63,18 @@ class ColumnType:
         """The Python value for a textual value (query string, CSV cell, cursor)."""
         return self.parse_json(raw)
 
+    def parse_filter(self, raw: Any) -> Any:
+        """A filter's value: a string is text to read (a query string carries nothing else),
+        except for types whose values are themselves strings, or any JSON (overridden)."""
+        return self.parse_text(raw) if isinstance(raw, str) else self.parse_json(raw)
+
     def render(self, value: Any) -> Any:
         """The JSON value rows show for a stored value."""
         return value
+
+    def csv_cell(self, value: Any) -> str:
+        """The CSV text of a rendered value (never None)."""
+        return str(value)
 
     def json_schema(self) -> dict[str, Any]:
         """JSON Schema of the rendered (and accepted) value, null excluded."""
@@ -71,4 +91,9 @@ class ColumnType:
 
     def bind_value(self, parsed: Any) -> Any:
         """A parsed value as a bound parameter of `CAST(:p AS <pg_name>)` in raw SQL."""
+        return parsed
+
+    def copy_value(self, parsed: Any, raw: str) -> Any:
+        """A value parsed from the text `raw`, as a binary COPY into a column of `pg_name`
+        takes it."""
         return parsed

@@ -49,12 +49,16 @@ def _sql_words(words: tuple[str, ...]) -> str:
 
 class Text(ColumnType):
     name, pg_name = "text", "text"
+    textual = free_text = True
 
     def sql_type(self) -> TypeEngine[Any]:
         return sa.Text()
 
     def parse_json(self, value: Any) -> str:
         return require_string(value)
+
+    def parse_filter(self, raw: Any) -> str:
+        return self.parse_json(raw)
 
     def json_schema(self) -> dict[str, Any]:
         return {"type": "string"}
@@ -68,6 +72,8 @@ class Select(Text):
     them: `ColumnDef.parse_json`, and a CHECK constraint in the table)."""
 
     name, pg_name = "select", "text"
+    takes_options = True
+    free_text = False  # one of the options the app's owner wrote, not a client's words
 
 
 class Integer(ColumnType):
@@ -159,6 +165,9 @@ class Boolean(ColumnType):
 
     def json_schema(self) -> dict[str, Any]:
         return {"type": "boolean"}
+
+    def csv_cell(self, value: Any) -> str:
+        return "true" if value else "false"
 
     def csv_cast(self, ref: str) -> str:
         # PostgreSQL's boolean input takes other spellings (`on`, `of`...): map ours ourselves.
@@ -296,6 +305,8 @@ class Json(ColumnType):
     """Any JSON value, stored as jsonb, nested at most MAX_JSON_DEPTH levels."""
 
     name, pg_name = "json", "jsonb"
+    ordered = False
+    free_text = True
 
     def sql_type(self) -> TypeEngine[Any]:
         return JSONB(none_as_null=True)
@@ -314,8 +325,14 @@ class Json(ColumnType):
             raise BadValue("expected JSON") from exc
         return self.parse_json(value)
 
+    def parse_filter(self, raw: Any) -> Any:
+        return self.parse_json(raw)  # a string is a JSON string, not JSON text to read
+
     def json_schema(self) -> dict[str, Any]:
         return {}
+
+    def csv_cell(self, value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"))
 
     def csv_suspicious(self, ref: str) -> str:
         # Depth is not a SQL question; more opening brackets than the cap (strings included)
@@ -324,6 +341,11 @@ class Json(ColumnType):
 
     def bind_value(self, parsed: Any) -> str:
         return json.dumps(parsed)
+
+    def copy_value(self, parsed: Any, raw: str) -> str:
+        # The text as written, once checked: jsonb reads its numbers exactly (`1e400`, which
+        # a round trip through a Python float would turn into an invalid `Infinity`).
+        return raw
 
 
 BUILTIN: tuple[ColumnType, ...] = (
