@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import random
 import shutil
 import signal
@@ -67,8 +68,6 @@ BODY = "x" * 40_000  # events of ~40 KB: a stalled follower overflows within sec
 REPLICA_ENV = {
     "AUTHORIC_SSE_QUEUE_SIZE": "16",  # a follower that stops reading overflows soon
     "AUTHORIC_SSE_MAX_STREAMS_PER_USER": "1000",  # leases of killed replicas linger 60 s
-    "AUTHORIC_TOKEN_RATE_LIMIT": "100000",
-    "AUTHORIC_LOG_FORMAT": "text",
 }
 
 
@@ -91,8 +90,6 @@ class Postgres:
         self.server = pgserver.get_server(self.pgdata, cleanup_mode="delete")
         info = self.server.get_postmaster_info()
         self.socket_dir = info.socket_dir
-        self.up = asyncio.Event()
-        self.up.set()
 
     def _pg_ctl(self, *args: str) -> None:
         import pgserver
@@ -101,7 +98,6 @@ class Postgres:
                         user=self.server.system_user, timeout=120)
 
     async def restart(self, mode: str, down_for: float) -> None:
-        self.up.clear()
         try:
             await asyncio.to_thread(self._pg_ctl, "-m", mode, "stop")
             await asyncio.sleep(down_for)
@@ -109,7 +105,6 @@ class Postgres:
             # The options pgserver started it with: no TCP, its socket directory.
             await asyncio.to_thread(self._pg_ctl, "-o", '-h ""', "-o", f"-k {self.socket_dir}",
                                     "-l", str(self.server.log), "start")
-            self.up.set()
 
     def cleanup(self) -> None:
         self.server.cleanup()
@@ -125,6 +120,7 @@ class Link:
         self.flowing.set()
         self.listens = False  # it issued LISTEN authoric_changes: a relay's connection
         self.done = False
+        self.born = time.monotonic()
 
     async def run(self) -> None:
         await asyncio.gather(self._pump(self.client[0], self.upstream[1], watch=True),
@@ -239,7 +235,7 @@ class Replicas:
                 await asyncio.sleep(1.0)
                 continue
             if self.closing:
-                proc.stop()
+                await asyncio.to_thread(proc.stop)
                 return
             self.slots[slot] = proc
             return
@@ -274,14 +270,15 @@ class Replicas:
                                                  or restarting[slot].done()):
                     restarting[slot] = asyncio.create_task(self.start(slot))
             await asyncio.sleep(0.5)
-        for task in restarting.values():
-            task.cancel()
+        # Not cancelled: a start under way in its thread would leave its process behind.
+        await asyncio.gather(*restarting.values())
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
+        """SIGTERM every replica, in a thread: this loop runs the proxy their shutdown uses."""
         self.closing = True
         for proc in self.slots:
             if proc is not None:
-                proc.stop()
+                await asyncio.to_thread(proc.stop)
 
 
 # --- writers -----------------------------------------------------------------------------------
@@ -467,11 +464,15 @@ class Follower:
                 f"{client.transport.is_reading()}, ended {client.ended}, frames so far: "
                 f"{len(self.received)}), last id {self.last_id}")
 
-    def waited(self, acked_at: dict[str, float]) -> list[tuple[float, str]]:
-        """(seconds from acknowledgement to arrival, number) of each write that arrived while
-        this follower was reading (a stall's own delay says nothing of the server)."""
-        return [(t - acked_at[n], n) for n, t in self.arrived_at.items() if n in acked_at
-                and not any(a < t and acked_at[n] < b for a, b in self.stalled)]
+    def waited(self, acked_at: dict[str, float]) -> list[tuple[float, str, float]]:
+        """(seconds from acknowledgement to arrival, number, arrival) of each write this
+        follower got while it was neither stalled nor catching up on a stall: a slow
+        consumer's own delay says nothing of the server. It has caught up once a write
+        acknowledged after the stall reaches it."""
+        behind = [(a, min((t for n, t in self.arrived_at.items() if acked_at.get(n, 0) > b),
+                          default=math.inf)) for a, b in self.stalled]
+        return [(t - acked_at[n], n, t) for n, t in self.arrived_at.items() if n in acked_at
+                and not any(a < t and acked_at[n] < c for a, c in behind)]
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -501,6 +502,7 @@ class Result:
     replica_start_attempts: int = 0
     streams_opened: int = 0
     stalls_dropped: tuple[int, int] = (0, 0)  # stalled followers the server dropped, stalls
+    relistened: list[float] = field(default_factory=list)  # freezes outlived by a reconnect
     longest_wait: float = 0.0  # seconds from a write's acknowledgement to a reading follower
     longest_what: str = ""
     seconds: float = 0.0
@@ -512,9 +514,11 @@ class Result:
 
     def report(self) -> str:
         faults = ", ".join(f"{k} {self.faults[k]}" for k in KINDS)
+        relisten = ", ".join(f"{s:.0f}" for s in sorted(self.relistened)) or "none"
         return (f"acknowledged {self.acknowledged}, lost {self.lost}, duplicated "
                 f"{self.duplicated}, out of order {self.out_of_order}, leaked {self.leaked}, "
-                f"resyncs {self.resyncs}\nfaults: {faults}\nwrites retried {self.retried_writes}"
+                f"resyncs {self.resyncs}\nfaults: {faults}\nfreezes (s) a relay got past by "
+                f"reconnecting before the thaw: {relisten}\nwrites retried {self.retried_writes}"
                 f", replica crashes {self.replica_crashes}, replica start attempts "
                 f"{self.replica_start_attempts}, streams opened {self.streams_opened}, "
                 f"slow followers dropped by the server {self.stalls_dropped[0]} of {self.stalls_dropped[1]}, "
@@ -555,6 +559,8 @@ class Chaos:
         self.seed = options.seed if options.seed is not None else random.randrange(1 << 30)
         self.rng = random.Random(self.seed)
         self.faults: Counter[str] = Counter()
+        self.started = 0.0
+        self.relisten: list[float] = []  # freezes (s) the relay got past before the thaw
         self.postgres = Postgres(work)
         self.proxy = Proxy(upstream(self.postgres.server.get_uri()))
         self.replicas: Replicas | None = None
@@ -592,7 +598,7 @@ class Chaos:
                                           stop_writes, pace)),
             asyncio.create_task(write_rest(self.writers[2], clerks["B"], path, replicas,
                                            stop_writes, pace))]
-        started = time.monotonic()
+        self.started = started = time.monotonic()
         try:
             await self.inflict(started + self.options.seconds)
             elapsed = time.monotonic() - started
@@ -604,8 +610,8 @@ class Chaos:
             stop_writes.set()
             stop_follow.set()
             await asyncio.gather(*following, return_exceptions=True)
-            replicas.stop()
-            watcher.cancel()
+            await replicas.stop()
+            await watcher
             await self.proxy.stop()
         return self.result(elapsed)
 
@@ -640,8 +646,13 @@ class Chaos:
                 return False
             link, seconds = self.rng.choice(links), self.rng.uniform(5, 30)
             self.say(f"freeze: a relay connection frozen for {seconds:.1f} s")
+            began = time.monotonic()
             link.flowing.clear()
             await asyncio.sleep(seconds)
+            # Faults come one at a time: a relay connection opened meanwhile is the frozen
+            # relay's new one.
+            if any(x.born > began for x in self.proxy.relay_links()):
+                self.relisten.append(seconds)
             link.flowing.set()
             return True
         follower, seconds = self.rng.choice(self.followers), self.rng.uniform(5, 20)
@@ -666,7 +677,8 @@ class Chaos:
     def result(self, elapsed: float) -> Result:
         assert self.replicas is not None
         acked_at = {n: t for w in self.writers for n, t in w.acked_at.items()}
-        waits = [(w, f"{n} to {f.name}") for f in self.followers for w, n in f.waited(acked_at)]
+        waits = [(w, f"{n} to {f.name}, {t - self.started:.0f} s in") for f in self.followers
+                 for w, n, t in f.waited(acked_at)]
         longest = max(waits, default=(0.0, ""))
         return Result(
             acknowledged=sum(len(w.acknowledged) for w in self.writers),
@@ -675,7 +687,8 @@ class Chaos:
             out_of_order=sum(f.out_of_order for f in self.followers),
             leaked=sum(f.leaked for f in self.followers),
             resyncs=sum(f.resyncs for f in self.followers),
-            faults=self.faults, retried_writes=sum(w.retries for w in self.writers),
+            faults=self.faults, relistened=self.relisten,
+            retried_writes=sum(w.retries for w in self.writers),
             replica_crashes=self.replicas.crashes,
             replica_start_attempts=self.replicas.start_attempts,
             streams_opened=sum(f.streams for f in self.followers),

@@ -24,6 +24,7 @@ from authoric.errors import (
     Unauthenticated,
     ValidationFailed,
 )
+from authoric.records.conflicts import HiddenConflict
 from authoric.sdk import Authoric
 from tests.scenario import AppWorld, Caller, expect
 from tests.servers import ServerProcess
@@ -257,6 +258,22 @@ async def test_a_writer_who_may_not_read_gets_the_uid_alone(shop: AppWorld, sdk:
         assert set(row) == {"uid"}
         with pytest.raises(Forbidden):
             await s.list("invoices")
+
+
+async def test_a_writer_colliding_with_a_row_they_may_not_read_gets_the_hidden_conflict(
+        shop: AppWorld, sdk: Authoric) -> None:
+    # The write fails inside its transaction; the pipeline explains the conflict on a second
+    # transaction of the same session, as it does for a REST member.
+    writer = shop.user()
+    shop.member(shop.orgs["A"], writer["uid"], ["writer"])
+    clerk = shop.caller(shop.orgs["A"], ["clerk"])
+    expect(clerk.post(shop.rows("invoices"), json={"number": "H-1"}), 201)
+    async with sdk.as_user(shop.name, writer["uid"], shop.orgs["A"]) as s:
+        with pytest.raises(HiddenConflict):
+            await s.create("invoices", {"number": "H-1"})
+        assert set(await s.create("invoices", {"number": "H-2"})) == {"uid"}
+    numbers = [r["number"] for r in expect(clerk.get(shop.rows("invoices")), 200)["items"]]
+    assert sorted(numbers) == ["H-1", "H-2"]
 
 
 async def test_as_user_refuses_unknown_users_and_users_outside_the_org(

@@ -1,22 +1,27 @@
 """The operator's view of a table: every org, no row policy, no redaction, operation switches
 ignored. Rows carry `org`.
 
-Reads are plain selects over live rows. Every write goes through the one write service
-(`records.writes`, `records.csv_import`) as the app itself acting in the row's org, so it is
-validated the same way and records the same change-log entries (hence the same events) as a
-REST write. Each write also records an audit entry, in the same transaction, naming the row
-and the columns given, never their values.
+Every call is a `TableRequest` run by the request pipeline (records.pipeline `execute`), as
+REST runs a member's, with the operator as its caller (`Operator`), inside the console
+route's transaction:
+- reads see every org (plan.access `operator_access`), or one org (`?org=`) as the app
+  itself acting in it sees it: no row policy, nothing redacted;
+- writes run as the app itself acting in the row's org (the org the body names for a create,
+  the row's own for an update or delete), so they are validated the same way and record the
+  same change-log entries (hence the same events) as a REST write.
+Each write also records an audit entry, in the same transaction, naming the row and the
+columns given, never their values. The operator is never told that a unique conflict is
+hidden (every row is theirs to see), so no second transaction is ever needed to explain one.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.schema import CompiledTable
@@ -24,23 +29,14 @@ from authoric.catalog.snapshot import AppSnapshot
 from authoric.console import audit
 from authoric.db import tables as t
 from authoric.errors import NotFound, ValidationFailed
-from authoric.plan.listing import (
-    cursor_clause,
-    decode_cursor,
-    encode_cursor,
-    parse_limit,
-    parse_order,
-)
-from authoric.plan.runner import ConnectionExecutor
+from authoric.plan.access import Access, admit, operator_access
+from authoric.plan.request import TableRequest, call, ok
 from authoric.policy.principal import Principal
-from authoric.query.fields import table_fields
-from authoric.query.filters import FilterScope, Node, compile_filter
-from authoric.records import csv_import, writes
 from authoric.records.csv_fast import Spool
-from authoric.records.gate import Access, admit
-from authoric.records.values import column_values
+from authoric.records.pipeline import InTransaction, execute
 
 ORG = "org"  # the key a row of the operator's view carries its org under
+NO_ORG = uuid.UUID(int=0)  # the org of the operator reading every org: none of them
 
 
 @dataclass(frozen=True)
@@ -54,22 +50,28 @@ class AdminTable:
     def app_uid(self) -> uuid.UUID:
         return self.snapshot.uid
 
-    def row_json(self, row: Any) -> dict[str, Any]:
-        return {**self.table.row_json(row), ORG: str(row["org_uid"])}
-
-    def target(self, uid: uuid.UUID | None = None) -> str:
+    def target(self, uid: uuid.UUID | str | None = None) -> str:
         base = f"tables/{self.table.name}/rows"
         return base if uid is None else f"{base}/{uid}"
 
 
-@dataclass(frozen=True)
-class AdminListQuery:
-    filter: Node  # parsed at the edge (query.filters)
-    order: str | None
-    limit: str | None
-    after: str | None
-    org: uuid.UUID | None
-    count: str | None = None  # `exact`, `estimate` (the planner's row estimate), or None
+@dataclass
+class Operator(InTransaction):
+    """The operator as the pipeline's caller, in the console route's transaction: every org
+    (`org` None), or the app itself acting in `org`; either way its rows carry their org."""
+
+    org: uuid.UUID | None = None
+
+    def admit(self, table: str, action: str) -> Access:
+        if self.org is None:
+            return operator_access(self.snapshot, self.principal, table, action)
+        return replace(admit(self.snapshot, self.principal, table, action), for_operator=True)
+
+
+def operator(conn: AsyncConnection, target: AdminTable, org: uuid.UUID | None = None) -> Operator:
+    """The operator on `target`'s app, in every org or in `org`."""
+    principal = Principal(target.app_uid, None, org or NO_ORG, None, (), None, acting_as_app=True)
+    return Operator(conn, conn.engine, principal, target.snapshot, org)
 
 
 async def find_org(conn: AsyncConnection, app_uid: uuid.UUID, ref: str) -> uuid.UUID | None:
@@ -98,66 +100,24 @@ async def import_org(conn: AsyncConnection, app_uid: uuid.UUID, ref: str | None)
     return uid
 
 
-def _as_app(target: AdminTable, org_uid: uuid.UUID, action: str) -> Access:
-    """The write service's access for the app itself acting in `org_uid`."""
-    principal = Principal(target.app_uid, None, org_uid, None, (), None, acting_as_app=True)
-    return admit(target.snapshot, principal, target.table.name, action)
-
-
-async def list_rows(conn: AsyncConnection, target: AdminTable,
-                    query: AdminListQuery) -> dict[str, Any]:
-    table = target.table
-    fields = table_fields(table)
-    limit = parse_limit(query.limit)
-    ordering = parse_order(query.order, fields, frozenset())
-    where = [table.live(), compile_filter(query.filter, FilterScope(fields))]
-    if query.org is not None:
-        where.append(table.table.c.org_uid == query.org)
-    counted = select(func.count().label("total")).select_from(table.table).where(and_(*where))
-    if query.after:
-        where.append(cursor_clause(ordering, decode_cursor(ordering, query.after),
-                                   table.table.c.uid))
-    stmt = (select(table.table).where(and_(*where))
-            .order_by(*ordering.order_by(table.table.c.uid)).limit(limit + 1))
-    rows = (await conn.execute(stmt)).mappings().all()
-    page = rows[:limit]
-    found: dict[str, Any] = {
-        "items": [target.row_json(r) for r in page],
-        "next": encode_cursor(ordering, page[-1]) if len(rows) > limit else None}
-    if query.count == "exact":
-        found["total"] = int((await conn.execute(counted)).scalar_one())
-    elif query.count == "estimate":
-        found["total"], found["estimated"] = await estimated_rows(conn, counted), True
-    return found
-
-
-async def estimated_rows(conn: AsyncConnection, counted: Any) -> int:
-    """The planner's estimate of the rows a count would count (what PostgREST's
-    `count=estimated` and Supabase Studio show): no row is read, so it costs the same at 1M
-    rows as at 10, and may be off by the statistics' error. Only the operator gets it: the
-    statistics describe the whole table, every org together."""
-    inner = counted.get_final_froms()[0]
-    rows = select(inner.c.uid).where(counted.whereclause)
-    compiled = rows.compile(dialect=conn.dialect)
-    args = tuple(compiled.construct_params()[name] for name in compiled.positiontup or ())
-    result = await conn.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {compiled.string}", args)
-    plan = result.scalar_one()
-    if isinstance(plan, str):
-        plan = json.loads(plan)
-    return int(plan[0]["Plan"]["Plan Rows"])
-
-
-async def _live_row(conn: AsyncConnection, target: AdminTable, uid: uuid.UUID) -> Any:
-    table = target.table
-    row = (await conn.execute(select(table.table).where(and_(
-        table.table.c.uid == uid, table.live())))).mappings().first()
-    if row is None:
-        raise NotFound("no such row", {"uid": str(uid)})
-    return row
+async def list_rows(conn: AsyncConnection, target: AdminTable, org_ref: str | None,
+                    request: TableRequest) -> dict[str, Any]:
+    """A page of every org's rows, or of the org `?org=` names (404 when none); `?count=` may
+    also be `estimate` here (records.reads `estimate_rows`)."""
+    org = await org_filter(conn, target.app_uid, org_ref)
+    page: dict[str, Any] = await execute(operator(conn, target, org), request)
+    return page
 
 
 async def read_row(conn: AsyncConnection, target: AdminTable, uid: uuid.UUID) -> dict[str, Any]:
-    return target.row_json(await _live_row(conn, target, uid))
+    read = call(str(target.app_uid), target.table.name, "read", uid)
+    row: dict[str, Any] = await execute(operator(conn, target), read)
+    return row
+
+
+async def _row_org(conn: AsyncConnection, target: AdminTable, uid: uuid.UUID) -> uuid.UUID:
+    """The org of the live row `uid` (404 when there is none)."""
+    return uuid.UUID((await read_row(conn, target, uid))[ORG])
 
 
 async def _body_org(conn: AsyncConnection, target: AdminTable,
@@ -177,38 +137,38 @@ async def _body_org(conn: AsyncConnection, target: AdminTable,
     return org_uid, fields
 
 
-async def create_row(conn: AsyncConnection, target: AdminTable, body: Any) -> dict[str, Any]:
-    org_uid, fields = await _body_org(conn, target, body)
-    access = _as_app(target, org_uid, "create")
-    written = await writes.create_row(ConnectionExecutor(conn), access,
-                                      column_values(access.table, fields, creating=True))
+async def create_row(conn: AsyncConnection, target: AdminTable,
+                     request: TableRequest) -> dict[str, Any]:
+    org_uid, fields = await _body_org(conn, target, request.body.get())
+    written = await execute(operator(conn, target, org_uid), replace(request, body=ok(fields)))
     uid = uuid.UUID(written["uid"])
     await audit.record(conn, target.app_uid, "row.create", target.target(uid),
                        {"org": str(org_uid), "columns": sorted(fields)})
-    return await read_row(conn, target, uid)
+    return await read_row(conn, target, uid)  # whole, whatever the table's read switch says
 
 
-async def update_row(conn: AsyncConnection, target: AdminTable, uid: uuid.UUID,
-                     body: Any) -> dict[str, Any]:
-    org_uid = (await _live_row(conn, target, uid))["org_uid"]
-    access = _as_app(target, org_uid, "update")
-    await writes.update_row(ConnectionExecutor(conn), access, uid,
-                            column_values(access.table, body, creating=False))
+async def update_row(conn: AsyncConnection, target: AdminTable,
+                     request: TableRequest) -> dict[str, Any]:
+    body, uid = request.body.get(), request.row_uid()  # a bad body is answered before a 404
+    org_uid = await _row_org(conn, target, uid)
+    await execute(operator(conn, target, org_uid), request)
     await audit.record(conn, target.app_uid, "row.update", target.target(uid),
                        {"org": str(org_uid), "columns": sorted(body)})
     return await read_row(conn, target, uid)
 
 
-async def delete_row(conn: AsyncConnection, target: AdminTable, uid: uuid.UUID) -> None:
-    org_uid = (await _live_row(conn, target, uid))["org_uid"]
-    await writes.delete_row(ConnectionExecutor(conn), _as_app(target, org_uid, "delete"), uid)
+async def delete_row(conn: AsyncConnection, target: AdminTable, request: TableRequest) -> None:
+    uid = request.row_uid()
+    org_uid = await _row_org(conn, target, uid)
+    await execute(operator(conn, target, org_uid), request)
     await audit.record(conn, target.app_uid, "row.delete", target.target(uid),
                        {"org": str(org_uid)})
 
 
-async def import_rows(conn: AsyncConnection, target: AdminTable, org_uid: uuid.UUID,
+async def import_rows(caller: Operator, target: AdminTable, request: TableRequest,
                       chunks: AsyncIterator[bytes] | Spool) -> int:
-    inserted = await csv_import.import_csv(conn, _as_app(target, org_uid, "create"), chunks)
-    await audit.record(conn, target.app_uid, "row.import", target.target(),
-                       {"org": str(org_uid), "inserted": inserted})
+    """The CSV rows inserted into the org `caller` acts in (`import_org`)."""
+    inserted = int((await execute(caller, request, chunks))["inserted"])
+    await audit.record(caller.conn, target.app_uid, "row.import", target.target(),
+                       {"org": str(caller.org), "inserted": inserted})
     return inserted

@@ -20,14 +20,15 @@ from authoric.catalog.apps import find_app
 from authoric.console import audit, impersonation, preview, rows
 from authoric.console.impersonation import ImpersonationRequest
 from authoric.console.preview import PreviewRequest
-from authoric.console.rows import AdminListQuery, AdminTable
+from authoric.console.rows import AdminTable
 from authoric.http.admin import require_admin
 from authoric.http.admin_audit import audited_by_route
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import services
-from authoric.http.edge import CSV, RESERVED_PARAMS, json_body, query_filter, require_media
-from authoric.plan.request import parse_count
+from authoric.http.edge import RESERVED_PARAMS, table_request
+from authoric.plan.request import Operation, TableRequest
 from authoric.records import csv_import
+from authoric.records.pipeline import admitted
 
 router = APIRouter(prefix="/admin/apps/{app}", tags=["console"],
                    dependencies=[Depends(require_admin), Depends(audited_by_route)],
@@ -52,38 +53,42 @@ async def admin_table(request: Request, app: str,
         yield conn, AdminTable(snapshot, snapshot.table(table))
 
 
+def row_request(request: Request, operation: Operation, app: str, table: str,
+                uid: uuid.UUID | None = None, raw: bytes | None = None) -> TableRequest:
+    """The route's `TableRequest`, parsed once by the REST edge's parser (`?org=` aside)."""
+    path = {"app": app, "table": table, **({} if uid is None else {"uid": str(uid)})}
+    return table_request(request, operation, path, raw, ADMIN_LIST_PARAMS)
+
+
 @router.get(ROWS)
 async def list_rows(request: Request, app: str, table: str) -> dict[str, Any]:
-    q = request.query_params
+    parsed = row_request(request, "list", app, table)
     async with admin_table(request, app, table) as (conn, target):
-        org = await rows.org_filter(conn, target.app_uid, q.get("org"))
-        query = AdminListQuery(query_filter(q.multi_items(), q.get("filter"),
-                                            ADMIN_LIST_PARAMS).get(), q.get("order"),
-                               q.get("limit"), q.get("after"), org,
-                               parse_count(q.get("count")))
-        return await rows.list_rows(conn, target, query)
+        return await rows.list_rows(conn, target, request.query_params.get("org"), parsed)
 
 
 @router.post(ROWS, status_code=201)
 async def create_row(request: Request, app: str, table: str) -> dict[str, Any]:
+    parsed = row_request(request, "create", app, table, raw=await request.body())
     async with admin_table(request, app, table) as (conn, target):
-        return await rows.create_row(conn, target, await json_body(request))
+        return await rows.create_row(conn, target, parsed)
 
 
 @router.post(ROWS + "/import", status_code=201)
 async def import_rows(request: Request, app: str, table: str) -> dict[str, Any]:
     # As for REST: the request is checked, then the body is spooled with no connection held
     # (a slow upload holds a file, not a pooled connection), then imported in one transaction.
+    parsed, org = row_request(request, "import", app, table), request.query_params.get("org")
     async with admin_table(request, app, table) as (conn, target):
-        await rows.import_org(conn, target.app_uid, request.query_params.get("org"))
-        require_media(request.headers.get("content-type"), CSV, "the file")
+        admitted(rows.operator(conn, target, await rows.import_org(conn, target.app_uid, org)),
+                 parsed)
     spool = await csv_import.spool_body(request.stream())
     try:
         budget = request.app.state.services.settings.import_time_budget
         async with admin_table(request, app, table) as (conn, target), \
                 csv_import.time_budget(budget):
-            org = await rows.import_org(conn, target.app_uid, request.query_params.get("org"))
-            return {"inserted": await rows.import_rows(conn, target, org, spool)}
+            caller = rows.operator(conn, target, await rows.import_org(conn, target.app_uid, org))
+            return {"inserted": await rows.import_rows(caller, target, parsed, spool)}
     finally:
         spool.close()
 
@@ -96,14 +101,16 @@ async def read_row(request: Request, app: str, table: str, uid: uuid.UUID) -> di
 
 @router.patch(ROW)
 async def update_row(request: Request, app: str, table: str, uid: uuid.UUID) -> dict[str, Any]:
+    parsed = row_request(request, "update", app, table, uid, await request.body())
     async with admin_table(request, app, table) as (conn, target):
-        return await rows.update_row(conn, target, uid, await json_body(request))
+        return await rows.update_row(conn, target, parsed)
 
 
 @router.delete(ROW, status_code=204)
 async def delete_row(request: Request, app: str, table: str, uid: uuid.UUID) -> Response:
+    parsed = row_request(request, "delete", app, table, uid)
     async with admin_table(request, app, table) as (conn, target):
-        await rows.delete_row(conn, target, uid)
+        await rows.delete_row(conn, target, parsed)
     return Response(status_code=204)
 
 

@@ -67,11 +67,6 @@ def json_value(content_type: str | None, raw: bytes) -> Any:
     return value
 
 
-async def json_body(request: Request) -> Any:
-    """The request's JSON body, read whole (see `json_value`)."""
-    return json_value(request.headers.get("content-type"), await request.body())
-
-
 def filter_document(params: Sequence[tuple[str, str]], raw_filter: str | None,
                     reserved: frozenset[str] = RESERVED_PARAMS) -> Any:
     """The filter document of a query: its terms AND `?filter=` JSON (None when neither)."""

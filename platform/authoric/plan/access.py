@@ -9,6 +9,7 @@ redacted; it is only ever built from the admin token, never from an app token.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
@@ -32,6 +33,16 @@ class Access:
     table: CompiledTable
     decision: Decision
     operator: bool = False  # the admin console's view: every org, no policy, no redaction
+    # Asked by the operator (admin token), in every org or in one: rows carry their org, and
+    # a count may be the planner's estimate (records.pipeline).
+    for_operator: bool = False
+
+    def row_json(self, row: Any, redacted: frozenset[str]) -> dict[str, Any]:
+        """The contract's row shape; the operator's rows also carry their org (`org`)."""
+        shown = self.table.row_json(row, redacted)
+        if self.for_operator:
+            shown["org"] = str(row["org_uid"])
+        return shown
 
 
 def operation_enabled(table: CompiledTable, action: str) -> bool:
@@ -63,7 +74,7 @@ def operator_access(snapshot: AppSnapshot, principal: Principal, table_name: str
     table = snapshot.table(table_name)
     return Access(snapshot, principal, table,
                   Decision(action, True, None, frozenset(), (), ("operator", action)),
-                  operator=True)
+                  operator=True, for_operator=True)
 
 
 def reader(snapshot: AppSnapshot, principal: Principal, table: CompiledTable) -> Decision | None:

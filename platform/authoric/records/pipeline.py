@@ -9,9 +9,10 @@ are two kinds:
 - the request path's (http/context.py), planned from cached facts, whose single statement
   carries the facts as a guard (`at_once`): one round trip, in autocommit;
 - a transaction's (`InTransaction`), whose facts were read fresh inside it: every request
-  whose work needs several statements;
-- a `Fresh` caller (the SDK, the console's rows), which is never `at_once`: `execute` opens
-  its transaction first, reading the facts fresh there, and runs the whole request in it.
+  whose work needs several statements, and the operator in a console route's transaction
+  (console/rows.py `Operator`, whose writes are audited in that same transaction);
+- a `Fresh` caller (the SDK), which is never `at_once`: `execute` opens its transaction
+  first, reading the facts fresh there, and runs the whole request in it.
 
 `execute` owns the choice between them, and the explanation of a miss:
 - a read, a page, and a create or single-row update/delete that touches no soft-delete table
@@ -90,7 +91,7 @@ class InTransaction:
 
 @dataclass(frozen=True)
 class Fresh:
-    """A caller that is never `at_once` (the SDK, the console's rows): each of its transactions
+    """A caller that is never `at_once` (the SDK): each of its transactions
     reads its facts fresh (`open`), so a second one can explain a conflict after a rollback."""
 
     open: Callable[[], AbstractAsyncContextManager[InTransaction]]
@@ -140,7 +141,7 @@ async def _answer(caller: Caller, request: TableRequest,
     access = admitted(caller, request)
     tree = expansion_tree(access, request.expand.get())
     count = request.count.get()
-    if count == "estimate":
+    if count == "estimate" and not access.for_operator:
         raise BadRequest("count=estimate is the operator's (the console's rows); members "
                          "count exactly", {"count": count})
     result = await _run(caller, access, request, chunks)
@@ -149,8 +150,13 @@ async def _answer(caller: Caller, request: TableRequest,
         # A writer who may not read the row gets {"uid"} alone: nothing to expand.
         await expand_rows(caller, access.snapshot, access.table,
                           [r for r in shown if len(r) > 1], tree)
-    if count is not None:
+    if count == "exact":
         result["total"] = await reads.count_rows(caller.ex, access, request.filter.get())
+    elif count == "estimate":  # the operator's, whose caller is always in a transaction
+        ex = caller.ex
+        assert isinstance(ex, ConnectionExecutor), "an estimate is asked on a connection"
+        result["total"] = await reads.estimate_rows(ex.conn, access, request.filter.get())
+        result["estimated"] = True
     return result
 
 
