@@ -52,8 +52,8 @@ def test_typegen_prints_typescript_row_types_of_the_apps_tables(
     assert 'export interface TasksRow { uid: string; state: "todo" | "done"; createdAt: string; ' \
            "updatedAt: string }" in lines
     assert ("export interface InvoicesRow { uid: string; number: string; vendor_uid: string | null; "
-            "status: string | null; amount: string | null; seq: number | null; createdAt: string; "
-            "updatedAt: string }") in lines
+            "status: string | null; amount: string | null; seq: number | null; due: string | null; "
+            "createdAt: string; updatedAt: string }") in lines
     app_type = "".join(part.capitalize() for part in world.name.split("_"))
     assert lines[-1] == (f"export interface {app_type}Tables {{ invoices: InvoicesRow; "
                          "tasks: TasksRow; vendors: VendorsRow }")
