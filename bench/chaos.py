@@ -56,6 +56,7 @@ from tests.scenario import AppWorld, expect
 from tests.servers import ServerProcess, start_server
 from tests.sse import fresh_database
 
+from authoric.db.embedded import pgserver_module
 from bench.fanout import SseClient, subscribe_request
 
 CHANNEL = b"authoric_changes"  # the relay's LISTEN (changes/sequencer.py)
@@ -77,14 +78,7 @@ class Postgres:
     """The embedded PostgreSQL (pgserver), stopped and started in place."""
 
     def __init__(self, root: Path) -> None:
-        import warnings
-
-        from platformdirs import RuntimeDirWarning
-
-        with warnings.catch_warnings():  # no XDG_RUNTIME_DIR: its fallback is right here
-            warnings.simplefilter("ignore", RuntimeDirWarning)
-            import pgserver
-
+        pgserver = pgserver_module()
         self.pgdata = root / "pg"
         self.pgdata.mkdir()
         self.server = pgserver.get_server(self.pgdata, cleanup_mode="delete")
@@ -92,8 +86,7 @@ class Postgres:
         self.socket_dir = info.socket_dir
 
     def _pg_ctl(self, *args: str) -> None:
-        import pgserver
-
+        pgserver = pgserver_module()
         pgserver.pg_ctl(["-w", *args], pgdata=self.pgdata,  # type: ignore[attr-defined]
                         user=self.server.system_user, timeout=120)
 

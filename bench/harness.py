@@ -21,6 +21,8 @@ from typing import Any
 import asyncpg
 import httpx
 
+from authoric.db.embedded import pgserver_module
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -43,7 +45,7 @@ def database(work: Path) -> Iterator[Database]:
     if url:
         yield Database(url, None, None)
         return
-    import pgserver
+    pgserver = pgserver_module()
 
     os.chmod(work, 0o755)  # the embedded PostgreSQL may run as another user
     pg_dir = work / "pg"

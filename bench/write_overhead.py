@@ -44,6 +44,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from authoric.db.embedded import pgserver_module
+
 PG_VARIANTS = ["row", "row+log", "row+log+seq", "row+log+lock", "row+log+notify"]
 REST_VARIANTS = ["no-log", "log-no-seq", "log+seq", "log+seq-no-preping"]
 APP_UID = uuid.UUID("00000000-0000-7000-8000-0000000000a1")
@@ -107,7 +109,7 @@ def serve_as(variant: str, argv: list[str]) -> int:
 # --- part 1: pgbench ------------------------------------------------------------------------
 
 def pgbench_bin() -> str:
-    import pgserver
+    pgserver = pgserver_module()
 
     return str(Path(pgserver.__file__).parent / "pginstall" / "bin" / "pgbench")
 

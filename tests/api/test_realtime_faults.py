@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from authoric.db.embedded import pgserver_module
 from tests.scenario import AppWorld, Caller, expect
 from tests.servers import ServerProcess, start_server
 from tests.sse import (
@@ -301,7 +302,7 @@ def test_a_client_that_stops_reading_is_disconnected_not_skipped(
 @pytest.mark.parametrize("mode", ["fast", "immediate"])
 def test_writes_after_a_postgres_restart_arrive_and_a_resume_loses_nothing(
         tmp_path_factory: pytest.TempPathFactory, mode: str) -> None:
-    import pgserver
+    pgserver = pgserver_module()
 
     # Not under pytest's temporary tree: pytest tightens its permissions, and PostgreSQL runs
     # as another user when the tests run as root.

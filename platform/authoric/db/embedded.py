@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from types import ModuleType
 
 HANDLES = ".handle_pids.json"  # pgserver's list of processes using the cluster
 
@@ -38,9 +39,8 @@ def _prune_dead_handles(pg_dir: Path) -> None:
         path.write_text(json.dumps(alive))
 
 
-def embedded_database_url(data_dir: Path) -> str:
-    """Start (or reuse) the embedded server whose files live under `data_dir/pg`; it is
-    stopped when the last process using it exits."""
+def pgserver_module() -> ModuleType:
+    """The `pgserver` package, imported without platformdirs' RuntimeDirWarning."""
     # Imported lazily: only needed without DATABASE_URL. pgserver asks platformdirs for a runtime
     # directory while it is imported; without XDG_RUNTIME_DIR (containers, CI, cron, su) that is
     # the private /tmp/runtime-<uid>, which is right here, and platformdirs' warning saying so
@@ -52,7 +52,13 @@ def embedded_database_url(data_dir: Path) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeDirWarning)
         import pgserver
+    return pgserver
 
+
+def embedded_database_url(data_dir: Path) -> str:
+    """Start (or reuse) the embedded server whose files live under `data_dir/pg`; it is
+    stopped when the last process using it exits."""
+    pgserver = pgserver_module()
     pg_dir = (data_dir / "pg").resolve()
     pg_dir.mkdir(parents=True, exist_ok=True)
     with pgserver.PostgresServer._lock:  # the same inter-process lock pgserver takes
