@@ -23,12 +23,12 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.model import ColumnDef
-from authoric.catalog.types import column_type
+from authoric.catalog.types import TEXTUAL_TYPES, column_type
 from authoric.db.errors import sqlstate
 
 # Type changes allowed (contract section 2): text to and from the others, integer ↔ numeric,
 # date ↔ timestamp. `select` is text with options.
-TEXTUAL = frozenset({"text", "select"})
+TEXTUAL = TEXTUAL_TYPES
 FROM_TEXT = frozenset({"integer", "numeric", "boolean", "date", "timestamp", "uuid"})
 CONVERSIONS = frozenset(
     {(a, b) for a in TEXTUAL for b in FROM_TEXT | TEXTUAL if a != b}

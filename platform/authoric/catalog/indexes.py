@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from authoric.catalog.model import TableDef
 from authoric.catalog.names import check_name
 from authoric.catalog.schema import PLATFORM_FIELDS, constraint_name, schema_name
-from authoric.catalog.types import REGISTRY
+from authoric.catalog.types import TEXTUAL_TYPES
 from authoric.db import tables as t
 from authoric.errors import Conflict, NotFound, ValidationFailed
 
@@ -41,7 +41,7 @@ MAX_INDEX_COLUMNS = 8
 MAX_LISTED_ROWS = 100
 BUILDING, READY, FAILED = "building", "ready", "failed"
 # Column types whose text a `search` index can hold (the registry's textual types).
-SEARCHABLE_TYPES = frozenset(name for name, kind in REGISTRY.items() if kind.textual)
+SEARCHABLE_TYPES = TEXTUAL_TYPES  # a search index holds text
 
 
 class IndexSpec(BaseModel):

@@ -26,9 +26,12 @@ from authoric.catalog.types.builtin import (
 
 REGISTRY: dict[str, ColumnType] = {t.name: t for t in BUILTIN}
 COLUMN_TYPES: tuple[str, ...] = tuple(REGISTRY)
+# Types whose values are text (text, select): searchable, and what every type converts to.
+TEXTUAL_TYPES: frozenset[str] = frozenset(name for name, kind in REGISTRY.items() if kind.textual)
 
 __all__ = [
-    "COLUMN_TYPES", "FALSE_WORDS", "INT64", "MAX_JSON_DEPTH", "REGISTRY", "TRUE_WORDS", "BadValue",
+    "COLUMN_TYPES", "FALSE_WORDS", "INT64", "MAX_JSON_DEPTH", "REGISTRY", "TEXTUAL_TYPES", "TRUE_WORDS",
+    "BadValue",
     "ColumnType", "column_type", "parse_json", "parse_text", "render", "rfc3339", "sql_type",
 ]
 
