@@ -62,6 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                               batch=max(1, min(2000, settings.sse_queue_size // 2)))
         sequencer = Sequencer(settings, libpq_url(url))
         pool = await open_pool(libpq_url(url), settings.db_pool_size, session_settings(settings))
+        hub.pool = pool  # the judge runs on the request path's pool (realtime/hub.py)
         app.state.services = Services(
             settings=settings, engine=engine, jwt_secret=jwt_secret(settings),
             admin_token=admin_token(settings), snapshots=snapshots,

@@ -13,20 +13,26 @@ from authoric.realtime.source import Change
 
 COLUMNS = ("pos, app_uid, table_name, op, row_uid, org_uid, old_row, "
            "extract(epoch FROM created_at)::float8 AS at")
+# The live read also carries each entry's app version, read in the same statement (so from
+# the same snapshot) as the entries: the hub judges a batch on that version or a later one,
+# without a round trip of its own to ask for it (realtime/hub.py).
+LIVE_COLUMNS = COLUMNS + ", (SELECT a.version FROM authoric.apps a WHERE a.uid = c.app_uid) AS version"
 
 
-def _change(r: Any) -> Change:
+def _change(r: Any, version: bool = False) -> Change:
     old = r["old_row"]
     if isinstance(old, str):
         old = json.loads(old)
     return Change(r["pos"], r["app_uid"], r["table_name"], r["op"], r["row_uid"], r["org_uid"], old,
-                  r["at"])
+                  r["at"], r["version"] if version else None)
 
 
 async def changes_after(conn: asyncpg.Connection, pos: int, limit: int) -> list[Change]:
+    """Entries after `pos`, with their app's version (None: the app is gone)."""
     rows = await conn.fetch(
-        f"SELECT {COLUMNS} FROM authoric.changes WHERE pos > $1 ORDER BY pos LIMIT $2", pos, limit)
-    return [_change(r) for r in rows]
+        f"SELECT {LIVE_COLUMNS} FROM authoric.changes c WHERE pos > $1 ORDER BY pos LIMIT $2",
+        pos, limit)
+    return [_change(r, True) for r in rows]
 
 
 async def changes_in(conn: asyncpg.Connection, app_uid: uuid.UUID, tables: Sequence[str],

@@ -15,6 +15,7 @@ across its tables. A full queue closes that stream.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import logging
 import time
@@ -24,6 +25,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import asyncpg
 from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -34,7 +36,7 @@ from authoric.errors import NotFound
 from authoric.plan.request import ExpandPaths
 from authoric.policy.principal import Principal
 from authoric.realtime.classes import class_key
-from authoric.realtime.judge import Frame, ReadClass, judge
+from authoric.realtime.judge import Frame, Memo, ReadClass, judge_orgs
 from authoric.realtime.operator import judge_for_operator
 from authoric.realtime.source import Change
 
@@ -42,6 +44,7 @@ log = logging.getLogger("authoric.hub")
 JUDGE_BATCH = 500  # changes judged per statement
 CLOSE = Frame(-1, b"")  # sentinel: the stream must end (overflow, membership or table gone)
 OPERATOR: Hashable = ("operator",)  # the read class of the admin feed: every org, no policy
+VERSION = "SELECT version FROM authoric.apps WHERE uid = $1"
 
 
 @dataclass(eq=False, slots=True)
@@ -115,28 +118,93 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
+def _group(table: str, subs: set[Subscriber]) -> _Group:
+    classes: dict[Hashable, ReadClass] = {}
+    members: dict[Hashable, list[Subscriber]] = defaultdict(list)
+    for sub in subs:
+        key = sub.keys[table]
+        if key is not OPERATOR:
+            assert sub.principal is not None
+            classes.setdefault(key, ReadClass(key, sub.principal, sub.expand))
+        members[key].append(sub)
+    by_org: dict[uuid.UUID, list[ReadClass]] = defaultdict(list)
+    for cls in classes.values():
+        by_org[cls.principal.org_uid].append(cls)
+    return _Group(dict(by_org), dict(members))
+
+
 def read_class(snapshot: AppSnapshot, table: str, sub: Subscriber) -> Hashable:
     if sub.principal is None:
         return OPERATOR
     return class_key(snapshot, table, sub.principal, sub.expand)
 
 
+@dataclass(slots=True)
+class _Group:
+    """A table's read classes by org, and each class's subscribers."""
+
+    classes: dict[uuid.UUID, list[ReadClass]]
+    members: dict[Hashable, list[Subscriber]]
+
+
 @dataclass
 class _AppView:
     version: int = -1
     subscribers: dict[str, set[Subscriber]] = field(default_factory=lambda: defaultdict(set))
-    # Decisions per (table, read class), valid for `version` only.
-    decisions: dict[str, dict[Hashable, Any]] = field(default_factory=lambda: defaultdict(dict))
-    snapshot: AppSnapshot | None = None  # the snapshot `decisions` were built on
+    # Per table: the judge's decisions and compiled statements, valid for `snapshot` only.
+    memos: dict[str, Memo] = field(default_factory=lambda: defaultdict(Memo))
+    snapshot: AppSnapshot | None = None  # the snapshot `memos` were built on
     # Per table: its read classes and their subscribers, kept until a subscriber comes, goes
     # or changes class, so a batch does not walk every subscriber to regroup them.
-    groups: dict[str, tuple[dict[Hashable, ReadClass], dict[Hashable, list[Subscriber]]]] = \
-        field(default_factory=dict)
+    groups: dict[str, _Group] = field(default_factory=dict)
+
+
+class _Connections:
+    """A batch's database connections: the request pool's asyncpg connection (autocommit: a
+    statement costs one round trip, no BEGIN or ROLLBACK) for the version check and the judge,
+    and a SQLAlchemy connection only when something needs one (a snapshot load, the roles'
+    re-read, `?expand=`). Without a pool (tests that build a hub alone) everything runs on the
+    SQLAlchemy connection, as before the pool was used."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self.raw: asyncpg.Connection | None = None
+        self.sa: AsyncConnection | None = None
+        self._stack = contextlib.AsyncExitStack()
+
+    async def __aenter__(self) -> _Connections:
+        if self.hub.pool is not None:
+            self.raw = await self._stack.enter_async_context(self.hub.pool.acquire())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def connect(self) -> AsyncConnection:
+        if self.sa is None:
+            self.sa = await self._stack.enter_async_context(self.hub.engine.connect())
+        return self.sa
+
+    async def version(self, app_uid: uuid.UUID) -> int | None:
+        if self.raw is not None:
+            value = await self.raw.fetchval(VERSION, app_uid)
+        else:
+            value = await (await self.connect()).scalar(
+                select(t.apps.c.version).where(t.apps.c.uid == app_uid))
+        return None if value is None else int(value)
+
+    async def failed(self) -> None:
+        """After a failed table: leave no transaction open on the SQLAlchemy connection."""
+        if self.sa is not None and self.sa.in_transaction():
+            await self.sa.rollback()
 
 
 class Hub:
-    def __init__(self, engine: AsyncEngine, snapshots: SnapshotCache) -> None:
+    def __init__(self, engine: AsyncEngine, snapshots: SnapshotCache,
+                 pool: asyncpg.Pool | None = None) -> None:
         self.engine, self.snapshots = engine, snapshots
+        # The request path's pool (plan/runner.py), where the judge runs; app.py sets it.
+        self.pool = pool
         self._apps: dict[uuid.UUID, _AppView] = {}
         self.statements = 0  # judge statements issued, for benchmarks
         # Called with (stage, seconds) per change fanned out here: `read` (written → read by
@@ -203,36 +271,47 @@ class Hub:
         # Subscribers of several tables get their frames after every table of the batch is
         # judged, merged by position; the others as soon as their table is judged.
         pending: dict[Subscriber, list[list[Frame]]] = defaultdict(list)
-        async with self.engine.connect() as conn:
-            snapshot = await self._current(conn, app_uid)
+        # The version the source read with the batch (reader.changes_after), if it did.
+        versions = [c.version for batch in by_table.values() for c in batch]
+        known = None if None in versions else max(v for v in versions if v is not None)
+        async with _Connections(self) as conns:
+            snapshot = await self._current(conns, app_uid, known)
             if snapshot is None:
                 return
             for table, batch in by_table.items():
                 try:
-                    await self._dispatch_table(conn, snapshot, table, batch, pending, read_at)
+                    await self._dispatch_table(conns, snapshot, table, batch, pending, read_at)
                 except Exception:
                     # Fail closed: subscribers we could not judge are disconnected; they resume.
                     log.exception("fan-out failed for %s/%s", app_uid, table)
                     for sub in list(self._apps.get(app_uid, _AppView()).subscribers.get(table, ())):
                         sub.close("error")
-                    if conn.in_transaction():
-                        await conn.rollback()
+                    await conns.failed()
         for sub, lists in pending.items():
             for item in heapq.merge(*lists, key=lambda f: f.pos):
                 sub.offer(item)
 
-    async def _current(self, conn: AsyncConnection, app_uid: uuid.UUID) -> AppSnapshot | None:
-        """The app's snapshot, with subscribers' roles re-read if its version moved."""
-        version = await conn.scalar(select(t.apps.c.version).where(t.apps.c.uid == app_uid))
+    async def _current(self, conns: _Connections, app_uid: uuid.UUID,
+                       known: int | None = None) -> AppSnapshot | None:
+        """The app's snapshot, with subscribers' roles re-read if its version moved.
+
+        `known`: the version read in the same statement as the batch's changes, so every
+        change to roles, members or tables committed before any of them is in it; without
+        it, or when a request has already loaded a later one, the version is read here."""
+        snapshot = self.snapshots.cached(app_uid)
+        version = known
+        if version is None or (snapshot is not None and snapshot.version > version):
+            version = await conns.version(app_uid)
         view = self._apps.get(app_uid)
         if view is None:
             return None
         if version is None:
             self._close_app(app_uid, "app_deleted")
             return None
-        snapshot = await self.snapshots.get(conn, app_uid, version)
+        if snapshot is None or snapshot.version != version:
+            snapshot = await self.snapshots.get(await conns.connect(), app_uid, version)
         if view.version != version:
-            await self._refresh(conn, app_uid, snapshot)
+            await self._refresh(await conns.connect(), app_uid, snapshot)
             view.version = version
         if view.snapshot is not snapshot:
             # Decisions hold SQL built on one snapshot's tables. Two loads of the same version
@@ -240,10 +319,10 @@ class Hub:
             # objects: a decision from one inside a statement on the other names the table
             # twice. So the memo lives exactly as long as the snapshot it was built on.
             view.snapshot = snapshot
-            view.decisions.clear()
+            view.memos.clear()
         return snapshot
 
-    async def _dispatch_table(self, conn: AsyncConnection, snapshot: AppSnapshot, table: str,
+    async def _dispatch_table(self, conns: _Connections, snapshot: AppSnapshot, table: str,
                               batch: list[Change],
                               pending: dict[Subscriber, list[list[Frame]]],
                               read_at: float = 0.0) -> None:
@@ -259,21 +338,13 @@ class Hub:
             return
         group = view.groups.get(table)
         if group is None:
-            classes: dict[Hashable, ReadClass] = {}
-            members: dict[Hashable, list[Subscriber]] = defaultdict(list)
-            for sub in subs:
-                key = sub.keys[table]
-                if key is not OPERATOR:
-                    assert sub.principal is not None
-                    classes.setdefault(key, ReadClass(key, sub.principal, sub.expand))
-                members[key].append(sub)
-            group = view.groups[table] = (classes, members)
-        classes, members = group
-        memo = view.decisions[table]
+            group = view.groups[table] = _group(table, subs)
+        members = group.members
+        memo = view.memos[table]
         for start in range(0, len(batch), JUDGE_BATCH):
             chunk = batch[start:start + JUDGE_BATCH]
-            frames = await self.judge(conn, snapshot, compiled, list(classes.values()), chunk,
-                                      memo, operator=OPERATOR in members)
+            frames = await self.judge(conns, snapshot, compiled, group.classes, chunk, memo,
+                                      operator=OPERATOR in members)
             if self.observe_stage is not None and read_at:
                 judged = time.time() - read_at
                 for _ in chunk:
@@ -281,7 +352,7 @@ class Hub:
             for key, items in frames.items():
                 if not items:
                     continue
-                for sub in members[key]:
+                for sub in members.get(key, ()):
                     if len(sub.tables) > 1:
                         pending[sub].append(items)
                         continue
@@ -289,18 +360,20 @@ class Hub:
                         sub.offer(item)
             await asyncio.sleep(0)  # let streams drain their queues between chunks
 
-    async def judge(self, conn: AsyncConnection, snapshot: AppSnapshot, table: CompiledTable,
-                    classes: list[ReadClass], changes: Sequence[Change],
-                    memo: dict[Hashable, Any], *, operator: bool) -> dict[Hashable, list[Frame]]:
-        """Frames per read class for one table's chunk: one statement for the members' classes,
-        one for the operator's feed when it has subscribers."""
+    async def judge(self, conns: _Connections, snapshot: AppSnapshot, table: CompiledTable,
+                    classes: dict[uuid.UUID, list[ReadClass]], changes: Sequence[Change],
+                    memo: Memo, *, operator: bool) -> dict[Hashable, list[Frame]]:
+        """Frames per read class for one table's chunk: one statement per org of the chunk for
+        its members' classes, one for the operator's feed when it has subscribers."""
         frames: dict[Hashable, list[Frame]] = {}
         if classes:
-            self.statements += 1
-            frames = await judge(conn, snapshot, table, classes, changes, memo)
+            frames = await judge_orgs(conns.connect, snapshot, table, classes, changes, memo,
+                                      conns.raw)
+            self.statements += memo.sent
+            memo.sent = 0
         if operator:
             self.statements += 1
-            frames[OPERATOR] = await judge_for_operator(conn, table, changes)
+            frames[OPERATOR] = await judge_for_operator(await conns.connect(), table, changes)
         return frames
 
     async def _refresh(self, conn: Any, app_uid: uuid.UUID, snapshot: AppSnapshot) -> None:

@@ -19,13 +19,15 @@ was compiled anew each time: with 150 classes that cost most of the feed's CPU.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from collections import OrderedDict, defaultdict
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+import asyncpg
 from sqlalchemy import BigInteger, Integer, and_, bindparam, func, literal, select, text, union_all
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
+from sqlalchemy.dialects.postgresql import asyncpg as asyncpg_dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import util as sql_util
 from sqlalchemy.sql.elements import ColumnElement
@@ -82,33 +84,89 @@ def subscriber_decision(snapshot: AppSnapshot, table: CompiledTable,
     return decision if decision.allowed else None
 
 
+@dataclass(eq=False)
+class Memo:
+    """What the judge keeps between batches of one table, valid for one snapshot (the caller
+    drops it when the app's version moves): each class's decision, and each org statement's
+    SQL text, compiled once (bounded: least recently used goes first)."""
+
+    decisions: dict[Hashable, Decision | None] = field(default_factory=dict)
+    statements: OrderedDict[Hashable, _Template] = field(default_factory=OrderedDict)
+    sent: int = 0  # org statements sent since the caller last looked (benchmarks)
+
+
+@dataclass(frozen=True)
+class _Template:
+    """An org statement's SQL text and, per position, what fills it: the batch's uids or
+    old images (`UIDS`, `IMAGES`), or a constant of the statement (the classes' org, their
+    row policies' values)."""
+
+    sql: str
+    slots: tuple[tuple[str | None, Any], ...]
+
+
+UIDS, IMAGES = "uids", "images"
+MAX_STATEMENTS = 4096  # per table: org statements kept (one per org and class set, x3 shapes)
+_DIALECT = asyncpg_dialect.dialect()
+_DIALECT.label_length = 127  # as plan/runner.py's StatementCache: names are up to 63 chars
+K, DPOS = "_k", "_dpos"  # no column can be named so (names start with a letter)
+
+
 async def judge(conn: AsyncConnection, snapshot: AppSnapshot, table: CompiledTable,
                 classes: Sequence[ReadClass], changes: Sequence[Change],
-                memo: dict[Hashable, Decision | None] | None = None) -> dict[Hashable, list[Frame]]:
+                memo: Memo | None = None) -> dict[Hashable, list[Frame]]:
     """Frames per class for `changes` (all of one table, ascending positions).
 
     Only classes of the orgs the changes belong to are judged. `memo` keeps decisions
-    between batches; the caller clears it when the app's version moves.
+    between batches; the caller drops it when the app's version moves.
     """
-    memo = {} if memo is None else memo
-    out: dict[Hashable, list[Frame]] = {c.key: [] for c in classes}
+    by_org: dict[Any, list[ReadClass]] = defaultdict(list)
+    for cls in classes:
+        by_org[cls.principal.org_uid].append(cls)
+
+    async def connect() -> AsyncConnection:
+        return conn
+
+    return await judge_orgs(connect, snapshot, table, by_org, changes, memo)
+
+
+Connect = Callable[[], Awaitable[AsyncConnection]]
+
+
+async def judge_orgs(connect: Connect, snapshot: AppSnapshot, table: CompiledTable,
+                     classes: Mapping[Any, Sequence[ReadClass]], changes: Sequence[Change],
+                     memo: Memo | None = None, raw: asyncpg.Connection | None = None,
+                     ) -> dict[Hashable, list[Frame]]:
+    """`judge`, with the classes already grouped by org (the hub keeps that grouping), so a
+    batch only ever looks at the classes of its own orgs.
+
+    `connect` gives a SQLAlchemy connection, asked for only when one is needed (no `raw`, or
+    `?expand=`). `raw`: an asyncpg connection of the request path's pool (plan/runner.py: autocommit, JSON
+    as Python values). Each org statement then runs there as SQL text compiled once per shape
+    (`memo`), with no BEGIN or ROLLBACK and no statement built per batch; without it, the
+    statement is built and run through SQLAlchemy. The SQL is the same either way.
+    The result has an entry only for the classes of the batch's orgs.
+    """
+    memo = Memo() if memo is None else memo
+    decisions = memo.decisions
+    out: dict[Hashable, list[Frame]] = {}
     by_org: dict[Any, list[Change]] = defaultdict(list)
     for change in changes:
         by_org[change.org_uid].append(change)
-    classes_of: dict[Any, list[ReadClass]] = defaultdict(list)
-    for cls in classes:
-        if cls.principal.org_uid in by_org:
-            classes_of[cls.principal.org_uid].append(cls)
-    for org, involved in classes_of.items():
+    for org, own in by_org.items():
+        involved = classes.get(org)
+        if not involved:
+            continue
         for cls in involved:
-            if cls.key not in memo:
-                memo[cls.key] = subscriber_decision(snapshot, table, cls.principal)
-        live = [c for c in involved if memo[c.key] is not None]
+            if cls.key not in decisions:
+                decisions[cls.key] = subscriber_decision(snapshot, table, cls.principal)
+        live = [c for c in involved if decisions[c.key] is not None]
+        for cls in involved:
+            out[cls.key] = []
         if not live:
             continue
-        own = by_org[org]
-        visible, gone = await _visibility(conn, table, live, memo, own)
-        rows = await _rendered(conn, snapshot, table, live, memo, visible)
+        visible, gone = await _visibility(connect, snapshot, table, live, memo, own, raw)
+        rows = await _rendered(connect, snapshot, table, live, decisions, visible)
         for i, cls in enumerate(live):
             frames = out[cls.key]
             for change in own:
@@ -119,7 +177,7 @@ async def judge(conn: AsyncConnection, snapshot: AppSnapshot, table: CompiledTab
     return out
 
 
-async def _rendered(conn: AsyncConnection, snapshot: AppSnapshot, table: CompiledTable,
+async def _rendered(connect: Connect, snapshot: AppSnapshot, table: CompiledTable,
                     classes: Sequence[ReadClass], decisions: dict[Hashable, Decision | None],
                     visible: dict[tuple[int, Any], Any]) -> list[dict[Any, dict[str, Any]]]:
     """Per class, its visible rows by uid as it reads them (redacted), with their expansion."""
@@ -128,7 +186,9 @@ async def _rendered(conn: AsyncConnection, snapshot: AppSnapshot, table: Compile
         decision = decisions[classes[i].key]
         assert decision is not None
         rows[i][uid] = table.row_json(row, decision.redacted)
-    await expand_for_classes(conn, snapshot, table, [
+    if not any(cls.expand for cls in classes):
+        return rows
+    await expand_for_classes(await connect(), snapshot, table, [
         (cls.principal, cls.expand, list(rows[i].values())) for i, cls in enumerate(classes)])
     return rows
 
@@ -149,63 +209,115 @@ def _event(table: CompiledTable, cls: ReadClass, change: Change,
     return frame(change.pos, {"op": change.op, "table": table.name, "row": row})
 
 
-async def _visibility(conn: AsyncConnection, table: CompiledTable, classes: Sequence[ReadClass],
-                      decisions: dict[Hashable, Decision | None], changes: Sequence[Change],
+async def _visibility(connect: Connect, snapshot: AppSnapshot, table: CompiledTable,
+                      classes: Sequence[ReadClass], memo: Memo, changes: Sequence[Change],
+                      raw: asyncpg.Connection | None,
                       ) -> tuple[dict[tuple[int, Any], Any], set[tuple[int, int]]]:
-    """One statement: current rows visible per class, and deletes visible per class."""
-    # Per org: the rows to re-read and the old images to judge. Each branch binds its org's
-    # uids as ONE array parameter, so the statement's parameter count grows with classes,
-    # never with classes x rows (PostgreSQL stops at 32,767 parameters).
-    uids: dict[Any, list[Any]] = defaultdict(list)
-    deletes: dict[Any, list[Change]] = defaultdict(list)
+    """One statement for one org's changes: its rows visible per class, and its deletes
+    visible per class (`classes` are all of that org)."""
+    # The rows to re-read and the old images to judge. Each branch binds them as ONE
+    # parameter, so the statement's parameter count grows with classes, never with
+    # classes x rows (PostgreSQL stops at 32,767 parameters).
+    uids: list[Any] = []
+    seen: set[Any] = set()
+    deletes: list[Change] = []
     for c in changes:
         if c.op == DELETE and c.old_row is not None:
-            deletes[c.org_uid].append(c)
-        elif c.op not in (DELETE, BULK, SCHEMA) and c.row_uid and c.row_uid not in uids[c.org_uid]:
-            uids[c.org_uid].append(c.row_uid)
-    branches = []
-    for i, cls in enumerate(classes):
-        org = cls.principal.org_uid
-        decision = decisions[cls.key]
-        assert decision is not None
-        where = governed_rows(table, decision, cls.principal)
-        if uids.get(org):
-            wanted = bindparam(f"u{i}", value=uids[org], type_=ARRAY(UUID(as_uuid=True)))
-            branches.append(select(literal(i, Integer).label("k"), literal(0).label("dpos"),
-                                   *table.table.c)
-                            .where(and_(table.table.c.uid == func.any(wanted), where)))
-        if deletes.get(org):
-            branches.append(_deleted_branch(table, i, deletes[org], where))
-    if not branches:
+            deletes.append(c)
+        elif c.op not in (DELETE, BULK, SCHEMA) and c.row_uid and c.row_uid not in seen:
+            seen.add(c.row_uid)
+            uids.append(c.row_uid)
+    if not uids and not deletes:
         return {}, set()
-    rows = (await conn.execute(union_all(*branches))).mappings().all()
+    images = [{"pos": d.pos, "img": d.old_row} for d in deletes] if deletes else None
+    memo.sent += 1
+    if raw is None:
+        statement = _statement(table, classes, memo.decisions, uids, images)
+        rows: Sequence[Any] = (await (await connect()).execute(statement)).mappings().all()
+    else:
+        shape = (tuple(cls.key for cls in classes), bool(uids), bool(deletes))
+        template = memo.statements.get(shape)
+        if template is None:
+            template = _template(_statement(table, classes, memo.decisions, uids, images),
+                                 snapshot)
+            memo.statements[shape] = template
+            if len(memo.statements) > MAX_STATEMENTS:
+                memo.statements.popitem(last=False)
+        else:
+            memo.statements.move_to_end(shape)
+        values = {UIDS: uids, IMAGES: images}
+        rows = await raw.fetch(template.sql, *[
+            constant if slot is None else values[slot] for slot, constant in template.slots])
     visible: dict[tuple[int, Any], Any] = {}
     gone: set[tuple[int, int]] = set()
     for row in rows:
-        if row["dpos"]:
-            gone.add((row["k"], row["dpos"]))
+        if row[DPOS]:
+            gone.add((row[K], row[DPOS]))
         else:
-            visible[(row["k"], row["uid"])] = row
+            visible[(row[K], row["uid"])] = row
     return visible, gone
 
 
-def _deleted_branch(table: CompiledTable, i: int, deletes: Sequence[Change],
+def _statement(table: CompiledTable, classes: Sequence[ReadClass],
+               decisions: Mapping[Hashable, Decision | None], uids: list[Any],
+               images: list[dict[str, Any]] | None) -> Any:
+    """The org statement: per class, a branch re-reading `uids` through its governed read,
+    and one judging the old `images` with the same clause. Its text depends only on the
+    classes and on which of the two it has (the uids and images are one parameter each)."""
+    branches = []
+    for i, cls in enumerate(classes):
+        decision = decisions[cls.key]
+        assert decision is not None
+        where = governed_rows(table, decision, cls.principal)
+        if uids:
+            wanted = bindparam(f"{UIDS}{i}", value=uids, type_=ARRAY(UUID(as_uuid=True)))
+            branches.append(select(literal(i, Integer).label(K), literal(0).label(DPOS),
+                                   *table.table.c)
+                            .where(and_(table.table.c.uid == func.any(wanted), where)))
+        if images is not None:
+            branches.append(_deleted_branch(table, i, images, where))
+    return branches[0] if len(branches) == 1 else union_all(*branches)
+
+
+def _template(statement: Any, snapshot: AppSnapshot) -> _Template:
+    """Compile once; tell the batch's slots (uids, images) from the statement's constants.
+
+    The text names the app and its catalog version in a comment. asyncpg keeps a connection's
+    prepared statements by their text, and PostgreSQL does not re-plan a prepared
+    `jsonb_populate_record(NULL::<table>, ...)` when the table's row type changes: a column's
+    new type, or the table dropped and made again, fails it ("function in FROM has
+    unsupported return type"). Every such change bumps the version, so the text changes too."""
+    compiled = statement.compile(dialect=_DIALECT)
+    values = compiled.construct_params(escape_names=False)
+    slots: list[tuple[str | None, Any]] = []
+    for name in compiled.positiontup or ():  # rendered names: ours are `uids3`, `images3`
+        if name.startswith(UIDS) and name[len(UIDS):].isdigit():
+            slots.append((UIDS, None))
+        elif name.startswith(IMAGES) and name[len(IMAGES):].isdigit():
+            slots.append((IMAGES, None))
+        else:
+            slots.append((None, values[name]))
+    return _Template(f"/* feed {snapshot.uid} v{snapshot.version} */ {compiled.string}",
+                     tuple(slots))
+
+
+def _deleted_branch(table: CompiledTable, i: int, images: list[dict[str, Any]],
                     where: ColumnElement[bool]) -> Any:
     """Evaluate the class's `where` over the stored old images, as rows of the table's type."""
-    old = _old_images(table, i, deletes)
+    old = _old_images(table, i, images)
     adapted = sql_util.ClauseAdapter(old).traverse(where)
-    return (select(literal(i, Integer).label("k"), old.c.dpos, *[old.c[c.name] for c in table.table.c])
+    return (select(literal(i, Integer).label(K), old.c[DPOS],
+                   *[old.c[c.name] for c in table.table.c])
             .where(adapted))
 
 
-def _old_images(table: CompiledTable, i: int, deletes: Sequence[Change]) -> Any:
+def _old_images(table: CompiledTable, i: int, images: list[dict[str, Any]]) -> Any:
     """A derived table `old` with the table's columns (typed), one row per deleted image."""
     t = table.table
     picked = ", ".join(f'(r)."{c.name}"' for c in t.c)  # names come from the catalog only
     sql = text(
-        f"SELECT d.pos AS dpos, {picked} "
-        f"FROM jsonb_to_recordset(:images{i}) AS d(pos bigint, img jsonb), "
+        f"SELECT d.pos AS {DPOS}, {picked} "
+        f"FROM jsonb_to_recordset(:{IMAGES}{i}) AS d(pos bigint, img jsonb), "
         f'LATERAL jsonb_populate_record(NULL::"{t.schema}"."{t.name}", d.img) AS r'
-    ).bindparams(bindparam(f"images{i}", type_=JSONB, value=[
-        {"pos": d.pos, "img": d.old_row} for d in deletes]))
-    return sql.columns(literal(0, BigInteger).label("dpos"), *t.c).subquery(f"old{i}")
+    ).bindparams(bindparam(f"{IMAGES}{i}", type_=JSONB, value=images))
+    return sql.columns(literal(0, BigInteger).label(DPOS), *t.c).subquery(f"old{i}")

@@ -40,6 +40,9 @@ class Change:
     org_uid: uuid.UUID
     old_row: dict[str, Any] | None  # a delete's row as it stood, for judging
     at: float = 0.0  # when it was written (epoch seconds), for the delivery-latency histogram
+    # The app's version as of the read that found this change (None: not read with it, or
+    # the app is gone): the hub judges on it instead of asking again.
+    version: int | None = None
 
 
 class Sink(Protocol):
