@@ -48,6 +48,11 @@ def create_engine(settings: Settings, url: str) -> AsyncEngine:
         async_url(url),
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_pool_size,
+        # The request path's reads and writes, and the feed's judge, run on the asyncpg pool
+        # (plan/runner.py), which retries a read on a dead connection. This engine serves the
+        # rest (stream opening, admin, leases): after a PostgreSQL restart, a checkout must not
+        # hand out a dead connection (before, the feed's per-batch checkout found it first).
+        pool_pre_ping=True,
         hide_parameters=True,  # logged SQL errors must not carry row values (passwords, PII)
         connect_args={"server_settings": session_settings(settings)},
     )

@@ -34,6 +34,7 @@ from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.db import tables as t
 from authoric.errors import NotFound
 from authoric.plan.request import ExpandPaths
+from authoric.plan.runner import CONNECTION_LOST
 from authoric.policy.principal import Principal
 from authoric.realtime.classes import class_key
 from authoric.realtime.judge import Frame, Memo, ReadClass, judge_orgs
@@ -45,6 +46,7 @@ JUDGE_BATCH = 500  # changes judged per statement
 CLOSE = Frame(-1, b"")  # sentinel: the stream must end (overflow, membership or table gone)
 OPERATOR: Hashable = ("operator",)  # the read class of the admin feed: every org, no policy
 VERSION = "SELECT version FROM authoric.apps WHERE uid = $1"
+RETRIES = 2  # judge statements retried on another pool connection when one was found dead
 
 
 @dataclass(eq=False, slots=True)
@@ -174,11 +176,27 @@ class _Connections:
 
     async def __aenter__(self) -> _Connections:
         if self.hub.pool is not None:
-            self.raw = await self._stack.enter_async_context(self.hub.pool.acquire())
+            self.raw = await self.hub.pool.acquire()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self._stack.aclose()
+        try:
+            await self._release()
+        finally:
+            await self._stack.aclose()
+
+    async def _release(self) -> None:
+        raw, self.raw = self.raw, None
+        if raw is not None and self.hub.pool is not None:
+            await self.hub.pool.release(raw)
+
+    async def replace(self) -> None:
+        """Another pool connection, after this one was found dead (nothing pings the pool's
+        connections: after a PostgreSQL restart the first statement on each one fails)."""
+        assert self.hub.pool is not None
+        with contextlib.suppress(*CONNECTION_LOST):
+            await self._release()
+        self.raw = await self.hub.pool.acquire()
 
     async def connect(self) -> AsyncConnection:
         if self.sa is None:
@@ -187,7 +205,11 @@ class _Connections:
 
     async def version(self, app_uid: uuid.UUID) -> int | None:
         if self.raw is not None:
-            value = await self.raw.fetchval(VERSION, app_uid)
+            try:
+                value = await self.raw.fetchval(VERSION, app_uid)
+            except CONNECTION_LOST:
+                await self.replace()
+                value = await self.raw.fetchval(VERSION, app_uid)
         else:
             value = await (await self.connect()).scalar(
                 select(t.apps.c.version).where(t.apps.c.uid == app_uid))
@@ -367,8 +389,16 @@ class Hub:
         its members' classes, one for the operator's feed when it has subscribers."""
         frames: dict[Hashable, list[Frame]] = {}
         if classes:
-            frames = await judge_orgs(conns.connect, snapshot, table, classes, changes, memo,
-                                      conns.raw)
+            for attempt in range(1 + RETRIES):
+                try:
+                    frames = await judge_orgs(conns.connect, snapshot, table, classes, changes,
+                                              memo, conns.raw)
+                    break
+                except CONNECTION_LOST:
+                    # A read, so it may run again, as REST's reads do (plan/runner.py).
+                    if conns.raw is None or attempt == RETRIES:
+                        raise
+                    await conns.replace()
             self.statements += memo.sent
             memo.sent = 0
         if operator:

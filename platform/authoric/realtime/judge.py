@@ -11,9 +11,13 @@ class) is then encoded to an SSE frame exactly once; subscribers of the class sh
 The cost follows the classes a change involves (its org's), not the classes that exist: a
 change is only ever looked at with its own org's classes, and each org's statement has a
 shape that repeats from batch to batch (the same classes, with or without rows to re-read or
-deletes to judge), so SQLAlchemy compiles it once and reuses it. One statement for the
-whole batch, with a branch per class of every org in it, changed shape with every batch and
-was compiled anew each time: with 150 classes that cost most of the feed's CPU.
+deletes to judge), so it is compiled once and reused. One statement for the whole batch,
+with a branch per class of every org in it, changed shape with every batch and was compiled
+anew each time: with 150 classes that cost most of the feed's CPU.
+
+The hub goes further (`judge_orgs` with `raw`): it keeps each org statement's SQL text in its
+`Memo` and runs it on the request path's pool, as REST's reads run, so a batch builds no
+statement, makes no cache key and opens no transaction; it only fills the uids and images.
 """
 
 from __future__ import annotations
