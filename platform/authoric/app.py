@@ -45,9 +45,9 @@ from authoric.settings import Settings
 # A request frees nearly everything it allocates by reference counting, but at 50 connections
 # the requests in flight hold more than 700 objects between them, so the default ran a young
 # collection every ~9 creates, each walking the in-flight requests' objects and promoting them
-# to older generations, which then filled and were collected in turn: 0.03-0.04 ms of a
-# worker's CPU per create, and full collections of 10-140 ms (bench.peers, docs/benchmarks.md
-# "Sixth session"). At this threshold a steady request load triggers no collection at all;
+# to older generations, which then filled and were collected in turn: 3-5% of a worker's CPU,
+# and full collections of 8-40 ms of CPU each (bench.peers, docs/benchmarks.md "Sixth
+# session"). At this threshold a steady request load triggers no collection at all;
 # cyclic garbage (an exception and its traceback) waits for the next one, at most this many
 # objects later.
 YOUNG_COLLECTION_THRESHOLD = 50_000
