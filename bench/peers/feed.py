@@ -201,6 +201,7 @@ class Slice:
     write_errors: Counter[str] = field(default_factory=Counter)  # status → count, any time
     late: int = 0  # sent more than 50 ms after their slot
     unsent: int = 0  # slots not sent at all before the window closed
+    in_flight: int = 0  # the most creates awaiting their answer at once
     delivered: int = 0  # events arriving inside the window
     expected: int = 0  # deliveries allowed for the window's writes
     received: int = 0  # events of the window's writes, arriving up to the grace wait
@@ -263,7 +264,7 @@ class Settings:
     grace: float = 3.0  # after the window: stop waiting when no event came for this long
     max_wait: float = 30.0  # ... or after this long in all
     settle: float = 30.0  # at most this long waiting for the system to fall quiet
-    write_connections: int = 32
+    write_connections: int = 256
     connect_concurrency: int = 50
 
 
@@ -339,44 +340,60 @@ class FeedRun:
         await asyncio.gather(*[worker() for _ in range(min(concurrency, len(clients)))])
 
     async def drive(self, rate: float, warmup: float, seconds: float, connections: int) -> None:
-        """Open-loop creates at `rate` for warm-up + measured seconds, round-robin over orgs."""
+        """Open-loop creates at `rate` for warm-up + measured seconds, round-robin over orgs:
+        each create is sent at its time on a free keep-alive connection, or on a new one
+        while fewer than `connections` are busy (a slow answer does not hold the next write
+        back, as a fixed pool of connections would)."""
         s, result = self.system, self.result
         start = time.perf_counter() + 0.05
         measure_from, end = start + warmup, start + warmup + seconds
         self.window = (measure_from, end)
-        slots = iter(range(int(rate * (warmup + seconds))))
+        gate, free, busy = asyncio.Semaphore(connections), list[RawHttp](), [0]
 
-        async def worker() -> None:
-            conn = RawHttp(s.host, s.port)
-            try:
-                for n in slots:
-                    if time.perf_counter() > end:
-                        result.unsent += 1
-                        continue
-                    due = start + n / rate
-                    delay = due - time.perf_counter()
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-                    elif delay < -0.05 and measure_from <= due <= end:
-                        result.late += 1
-                    org = n % len(s.orgs)
-                    stamp = time.perf_counter()
-                    try:
-                        status, _ = await conn.request("POST", s.create_path, s.tokens[org],
-                                                       s.body(org, n, stamp))
-                    except (OSError, asyncio.IncompleteReadError) as e:
-                        result.write_errors[type(e).__name__] += 1
-                        await conn.close()
-                        continue
-                    if status >= 300:
-                        result.write_errors[str(status)] += 1
-                    elif measure_from <= stamp <= end:
-                        result.writes += 1
-                        result.expected += self.subs[org]
-            finally:
+        async def one(n: int) -> None:
+            due = start + n / rate
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+            async with gate:
+                now = time.perf_counter()
+                if now > end:
+                    result.unsent += 1
+                    return
+                if now - due > 0.05 and measure_from <= due:
+                    result.late += 1
+                reused = bool(free)
+                conn = free.pop() if free else RawHttp(s.host, s.port)
+                busy[0] += 1
+                result.in_flight = max(result.in_flight, busy[0])
+                org = n % len(s.orgs)
+                try:
+                    while True:
+                        stamp = time.perf_counter()
+                        try:
+                            status, _ = await conn.request("POST", s.create_path, s.tokens[org],
+                                                           s.body(org, n, stamp))
+                            break
+                        except (OSError, asyncio.IncompleteReadError) as e:
+                            await conn.close()
+                            if not reused:
+                                result.write_errors[type(e).__name__] += 1
+                                return
+                            # an idle keep-alive connection the server closed meanwhile
+                            # (uvicorn does after 5 s): once more, on a new connection
+                            reused = False
+                finally:
+                    busy[0] -= 1
+                free.append(conn)
+                if status >= 300:
+                    result.write_errors[str(status)] += 1
+                elif measure_from <= stamp <= end:
+                    result.writes += 1
+                    result.expected += self.subs[org]
+
+        try:
+            await asyncio.gather(*[one(n) for n in range(int(rate * (warmup + seconds)))])
+        finally:
+            for conn in free:
                 await conn.close()
-
-        await asyncio.gather(*[worker() for _ in range(connections)])
 
 
 @dataclass
@@ -451,7 +468,7 @@ def describe(s: Slice) -> str:
     errors = f"  WRITE ERRORS {dict(s.write_errors)}" if s.write_errors else ""
     pacing = (f", late {s.late}" if s.late else "") + (f", unsent {s.unsent}" if s.unsent else "")
     return (f"  {s.cell:<10} {s.name:<10} opened in {s.open_seconds:4.1f} s; "
-            f"{s.per_second(s.writes):5.1f} writes/s{pacing}  "
+            f"{s.per_second(s.writes):5.1f} writes/s{pacing} (<= {s.in_flight} in flight)  "
             f"{s.per_second(s.delivered):7,.0f} deliveries/s ({s.per_second(s.expected):,.0f}/s "
             f"allowed, {s.received}/{s.expected} received)  p50 {s.p50:7.1f} p99 {s.p99:8.1f} ms  "
             f"CPU {s.cpu:5.2f} s = {s.cpu_per_delivery:6.0f} µs/delivery  leaks {s.leaks}  "
@@ -495,9 +512,11 @@ def summary_table(slices: list[Slice]) -> str:
         parts = []
         for name in names:
             s = by.get((subscribers, rate, name))
+            behind = ("" if s is None or s.per_second(s.writes) >= 0.95 * rate else
+                      f" (creates fell behind: {s.per_second(s.writes):.1f}/s)")
             parts.append("-" if s is None else
                          f"{s.per_second(s.delivered):,.0f}/s, p99 {s.p99:,.0f} ms, "
-                         f"{s.cpu:.1f} s CPU ({s.cpu_per_delivery:,.0f} µs/delivery)")
+                         f"{s.cpu:.1f} s CPU ({s.cpu_per_delivery:,.0f} µs/delivery){behind}")
         lines.append(f"| {subscribers:,}, {rate:g} | " + " | ".join(parts) + " |")
     return "\n".join(lines)
 
@@ -505,8 +524,9 @@ def summary_table(slices: list[Slice]) -> str:
 def figures_table(slices: list[Slice]) -> str:
     lines = ["| subscribers x writes/s | system | writes/s | deliveries/s | allowed/s "
              "| received / allowed | p50 / p99 ms | server CPU s | PostgreSQL CPU s "
-             "| CPU µs / delivery | leaks | write errors |",
-             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
+             "| CPU µs / delivery | leaks | creates late / unsent / most in flight "
+             "| write errors |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
     for s in slices:
         postgres = f"{s.postgres_cpu:.2f}" if s.system == "authoric" else "-"
         errors = ", ".join(f"{k}: {v}" for k, v in sorted(s.write_errors.items())) or "none"
@@ -514,7 +534,8 @@ def figures_table(slices: list[Slice]) -> str:
             f"| {s.cell} | {s.name} | {s.per_second(s.writes):.1f} | "
             f"{s.per_second(s.delivered):,.0f} | {s.per_second(s.expected):,.0f} | "
             f"{s.complete:.3f} | {_latency(s)} | {s.server_cpu:.2f} | {postgres} | "
-            f"{s.cpu_per_delivery:,.0f} | {s.leaks} | {errors} |")
+            f"{s.cpu_per_delivery:,.0f} | {s.leaks} | {s.late} / {s.unsent} / {s.in_flight} "
+            f"| {errors} |")
     return "\n".join(lines)
 
 
@@ -584,8 +605,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="... and at most this long (30)")
     ap.add_argument("--settle", type=float, default=30.0, help="after a slice, wait at most "
                     "this long for the system to fall quiet (30)")
-    ap.add_argument("--write-connections", type=int, default=32,
-                    help="keep-alive connections the writes may use at once (32)")
+    ap.add_argument("--write-connections", type=int, default=256,
+                    help="creates awaiting their answer at once, at most (256)")
     ap.add_argument("--authoric-workers", type=int, default=None,
                     help="`authoric serve --workers N` (default: serve's own default)")
     args = ap.parse_args(argv)
