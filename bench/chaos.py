@@ -117,6 +117,7 @@ class Link:
         self.flowing.set()
         self.listens = False  # it issued LISTEN authoric_changes: a relay's connection
         self.leads = False  # it issued LISTEN authoric_pending: the sequencer leader's
+        self.led_at = math.inf  # when it did (a follower's connection may take the lead late)
         self.done = False
         self.born = time.monotonic()
 
@@ -135,7 +136,8 @@ class Link:
                     break
                 if watch and b"LISTEN" in data:
                     self.listens = self.listens or CHANNEL in data
-                    self.leads = self.leads or LEADING in data
+                    if LEADING in data and not self.leads:
+                        self.leads, self.led_at = True, time.monotonic()
                 await self.flowing.wait()  # a chunk read as the freeze began waits too
                 dst.write(data)
                 await dst.drain()
@@ -669,12 +671,16 @@ class Chaos:
             if not links:
                 self.say("freeze_leader: skipped (no leader connection up)")
                 return False
-            link, seconds = links[-1], self.rng.uniform(15, 40)  # the newest: the leader's
+            # the one that took the lead last (an older leader link ends as soon as it flows)
+            link = max(links, key=lambda x: x.led_at)
+            seconds = self.rng.uniform(15, 40)
             self.say(f"freeze_leader: the sequencer leader's connection frozen for {seconds:.1f} s")
             began = time.monotonic()
             link.flowing.clear()
             await asyncio.sleep(seconds)
-            if any(x.born > began for x in self.proxy.leader_links()):
+            # Another sequencer took the lead meanwhile: a follower's connection (born long
+            # before) or the frozen replica's new one.
+            if any(x.led_at > began for x in self.proxy.leader_links()):
                 self.takeover.append(seconds)
             link.flowing.set()
             return True
