@@ -16,6 +16,9 @@ Faults, one after another, drawn at random (the first round takes every kind onc
 - `pg_fast`, `pg_immediate`: stop PostgreSQL in that mode, keep it down 1-5 s, start it;
 - `freeze`: the proxy stops forwarding, both ways, on a replica's relay connection (the one
   that issued `LISTEN authoric_changes`) for 5-30 s, its TCP left open;
+- `freeze_leader`: the same for 15-40 s on the sequencer leader's connection (the one that
+  issued `LISTEN authoric_pending`, which a sequencer does once it holds the lock), whichever
+  replica leads: nothing is stamped until its backend ends itself and another takes the lead;
 - `slow`: a follower stops reading for 5-20 s (a small receive buffer, so the server's
   queue for it fills and the server may drop it, which it must do rather than skip).
 
@@ -60,7 +63,8 @@ from authoric.db.embedded import pgserver_module
 from bench.fanout import SseClient, subscribe_request
 
 CHANNEL = b"authoric_changes"  # the relay's LISTEN (changes/sequencer.py)
-KINDS = ("kill", "pg_fast", "pg_immediate", "freeze", "slow")
+LEADING = b"authoric_pending"  # the sequencer's LISTEN, once it has taken the lead
+KINDS = ("kill", "pg_fast", "pg_immediate", "freeze", "freeze_leader", "slow")
 COLUMNS: list[dict[str, Any]] = [
     {"name": "number", "type": "text", "required": True, "unique": True},
     {"name": "org_tag", "type": "text", "required": True},
@@ -112,6 +116,8 @@ class Link:
         self.flowing = asyncio.Event()
         self.flowing.set()
         self.listens = False  # it issued LISTEN authoric_changes: a relay's connection
+        self.leads = False  # it issued LISTEN authoric_pending: the sequencer leader's
+        self.led_at = math.inf  # when it did (a follower's connection may take the lead late)
         self.done = False
         self.born = time.monotonic()
 
@@ -128,8 +134,10 @@ class Link:
                 data = await src.read(65536)
                 if not data:
                     break
-                if watch and b"LISTEN" in data and CHANNEL in data:
-                    self.listens = True
+                if watch and b"LISTEN" in data:
+                    self.listens = self.listens or CHANNEL in data
+                    if LEADING in data and not self.leads:
+                        self.leads, self.led_at = True, time.monotonic()
                 await self.flowing.wait()  # a chunk read as the freeze began waits too
                 dst.write(data)
                 await dst.drain()
@@ -191,6 +199,11 @@ class Proxy:
     def relay_links(self) -> list[Link]:
         """Open, flowing connections on which a relay listens."""
         return [x for x in self.links if x.listens and not x.done and x.flowing.is_set()]
+
+    def leader_links(self) -> list[Link]:
+        """Open, flowing connections of a sequencer that took the lead (at most one holds the
+        lock; an older one may linger until PostgreSQL has ended its backend)."""
+        return [x for x in self.links if x.leads and not x.done and x.flowing.is_set()]
 
     async def stop(self) -> None:
         if self.server is not None:
@@ -496,6 +509,7 @@ class Result:
     streams_opened: int = 0
     stalls_dropped: tuple[int, int] = (0, 0)  # stalled followers the server dropped, stalls
     relistened: list[float] = field(default_factory=list)  # freezes outlived by a reconnect
+    taken_over: list[float] = field(default_factory=list)  # leader freezes outlived by a new lead
     longest_wait: float = 0.0  # seconds from a write's acknowledgement to a reading follower
     longest_what: str = ""
     seconds: float = 0.0
@@ -508,10 +522,13 @@ class Result:
     def report(self) -> str:
         faults = ", ".join(f"{k} {self.faults[k]}" for k in KINDS)
         relisten = ", ".join(f"{s:.0f}" for s in sorted(self.relistened)) or "none"
+        takeover = ", ".join(f"{s:.0f}" for s in sorted(self.taken_over)) or "none"
         return (f"acknowledged {self.acknowledged}, lost {self.lost}, duplicated "
                 f"{self.duplicated}, out of order {self.out_of_order}, leaked {self.leaked}, "
                 f"resyncs {self.resyncs}\nfaults: {faults}\nfreezes (s) a relay got past by "
-                f"reconnecting before the thaw: {relisten}\nwrites retried {self.retried_writes}"
+                f"reconnecting before the thaw: {relisten}\nleader freezes (s) outlived by "
+                f"another sequencer taking the lead before the thaw: {takeover}\n"
+                f"writes retried {self.retried_writes}"
                 f", replica crashes {self.replica_crashes}, replica start attempts "
                 f"{self.replica_start_attempts}, streams opened {self.streams_opened}, "
                 f"slow followers dropped by the server {self.stalls_dropped[0]} of {self.stalls_dropped[1]}, "
@@ -554,6 +571,7 @@ class Chaos:
         self.faults: Counter[str] = Counter()
         self.started = 0.0
         self.relisten: list[float] = []  # freezes (s) the relay got past before the thaw
+        self.takeover: list[float] = []  # leader freezes (s) another lead got past before it
         self.postgres = Postgres(work)
         self.proxy = Proxy(upstream(self.postgres.server.get_uri()))
         self.replicas: Replicas | None = None
@@ -648,6 +666,24 @@ class Chaos:
                 self.relisten.append(seconds)
             link.flowing.set()
             return True
+        if kind == "freeze_leader":
+            links = self.proxy.leader_links()
+            if not links:
+                self.say("freeze_leader: skipped (no leader connection up)")
+                return False
+            # the one that took the lead last (an older leader link ends as soon as it flows)
+            link = max(links, key=lambda x: x.led_at)
+            seconds = self.rng.uniform(15, 40)
+            self.say(f"freeze_leader: the sequencer leader's connection frozen for {seconds:.1f} s")
+            began = time.monotonic()
+            link.flowing.clear()
+            await asyncio.sleep(seconds)
+            # Another sequencer took the lead meanwhile: a follower's connection (born long
+            # before) or the frozen replica's new one.
+            if any(x.led_at > began for x in self.proxy.leader_links()):
+                self.takeover.append(seconds)
+            link.flowing.set()
+            return True
         follower, seconds = self.rng.choice(self.followers), self.rng.uniform(5, 20)
         self.say(f"slow: follower {follower.name} stops reading for {seconds:.1f} s")
         await follower.stall(seconds)
@@ -680,7 +716,7 @@ class Chaos:
             out_of_order=sum(f.out_of_order for f in self.followers),
             leaked=sum(f.leaked for f in self.followers),
             resyncs=sum(f.resyncs for f in self.followers),
-            faults=self.faults, relistened=self.relisten,
+            faults=self.faults, relistened=self.relisten, taken_over=self.takeover,
             retried_writes=sum(w.retries for w in self.writers),
             replica_crashes=self.replicas.crashes,
             replica_start_attempts=self.replicas.start_attempts,

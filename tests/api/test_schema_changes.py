@@ -161,6 +161,32 @@ def test_a_delete_logged_before_a_rename_is_still_judged_for_a_resuming_stream(
     assert deletes == [first["uid"]]  # the draft's delete stays unseen: judged by `state`
 
 
+def test_deletes_logged_before_a_retype_are_judged_by_the_new_type_for_a_resuming_stream(
+        invoices: tuple[AppWorld, Caller], server: ServerProcess) -> None:
+    """Old images hold the old type's values: "12" converts to 12, "twelve" (whose row is
+    gone, so no check refused the retype) to null, and a stream resuming over both judges
+    them by the integer policy without failing."""
+    world, clerk = invoices
+    rows = [expect(clerk.post(world.rows("invoices"), json={"amount": amount}), 201)
+            for amount in ("12", "twelve", "5")]
+    with SSEClient(server.url, f"{world.rows('invoices')}/subscribe", clerk.token) as stream:
+        stream.wait_connected()
+        fence = expect(clerk.post(world.rows("invoices"), json={"amount": "99"}), 201)
+        start = stream.wait_for_change(fence["uid"]).pos
+    for row in rows:
+        expect(clerk.delete(f"{world.rows('invoices')}/{row['uid']}"), 204)
+    patch(world, {"alterColumns": [{"name": "amount", "type": "integer"}]})
+    world.role("reader", ["invoices:read", "invoices:read_list"],
+               row_policies={"invoices": {"amount": {"gt": 10}}})
+    reader = world.caller(clerk.org_uid or "", ["reader"])
+    after = expect(clerk.post(world.rows("invoices"), json={"amount": 40}), 201)
+    with SSEClient(server.url, f"{world.rows('invoices')}/subscribe", reader.token,
+                   last_event_id=start) as stream:
+        stream.wait_for_change(after["uid"])
+        deletes = [f.row_uid for f in stream.changes() if f.op == "delete"]
+    assert deletes == [rows[0]["uid"]]
+
+
 # Alterations --------------------------------------------------------------------------------
 
 def test_text_becomes_numeric_keeping_the_values(invoices: tuple[AppWorld, Caller]) -> None:

@@ -3,6 +3,8 @@ refused when it starts, with the setting's name, instead of failing later."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -21,3 +23,18 @@ def test_an_operator_who_sets_a_short_sse_ping_interval_gets_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AUTHORIC_SSE_PING_INTERVAL", "0.5")
     assert Settings().sse_ping_interval == 0.5
+
+
+def test_an_operator_finds_every_settings_variable_in_the_configuration_docs() -> None:
+    documented = (Path(__file__).parents[2] / "docs" / "configuration.md").read_text()
+    variables = [str(field.validation_alias) for field in Settings.model_fields.values()]
+    assert "AUTHORIC_SSE_PING_INTERVAL" in variables and "DATABASE_URL" in variables
+    assert [name for name in variables if f"`{name}`" not in documented] == []
+
+
+def test_an_operator_sets_a_knob_by_its_field_name_in_capitals(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTHORIC_DB_POOL_SIZE", "3")
+    monkeypatch.setenv("AUTHORIC_LOGIN_ACCOUNT_LIMIT", "4")
+    settings = Settings()
+    assert (settings.db_pool_size, settings.account_rate_limit) == (3, 4)

@@ -12,7 +12,6 @@ refused with 422 and `details.rows` (at most 100), before any DDL runs.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import uuid
 from decimal import Decimal
 from typing import Any
@@ -38,6 +37,7 @@ from authoric.catalog.schema import (
     schema_name,
 )
 from authoric.catalog.types import BadValue, column_type, parse_text
+from authoric.changes.log import convert_old_images, rename_in_old_images
 from authoric.db import tables as t
 from authoric.errors import Conflict, ValidationFailed
 
@@ -118,7 +118,7 @@ async def rename_columns(conn: AsyncConnection, app_uid: uuid.UUID, definition: 
     if definition.display_column in renames:
         definition.display_column = renames[definition.display_column]
     await _rename_in_roles(conn, app_uid, table, renames, references)
-    await _rename_in_log(conn, app_uid, table, renames)
+    await rename_in_old_images(conn, app_uid, table, renames)
 
 
 async def _rename_derived(conn: AsyncConnection, schema: str, definition: TableDef, old: str,
@@ -199,24 +199,6 @@ async def drop_from_roles(conn: AsyncConnection, app_uid: uuid.UUID, definition:
             del redact[table]
         await conn.execute(update(t.roles).where(
             t.roles.c.app_uid == app_uid, t.roles.c.name == row.name).values(redact=redact))
-
-
-async def _rename_in_log(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
-                         renames: dict[str, str]) -> None:
-    """Old images of deletes are read back as rows of the table: their keys follow."""
-    pairs = list(renames.items())
-    moved = "old_row"
-    for i, _ in enumerate(pairs):
-        moved = f"({moved} - :o{i})"
-    additions = " || ".join(f"jsonb_build_object(CAST(:n{i} AS text), old_row -> CAST(:o{i} AS text))"
-                            for i in range(len(pairs)))
-    params: dict[str, Any] = {"app": app_uid, "table": table, "olds": [o for o, _ in pairs]}
-    for i, (old, new) in enumerate(pairs):
-        params[f"o{i}"], params[f"n{i}"] = old, new
-    await conn.execute(text(
-        f"UPDATE authoric.changes SET old_row = {moved} || {additions} "
-        "WHERE app_uid = :app AND table_name = :table AND old_row ?| CAST(:olds AS text[])"),
-        params)
 
 
 # Alterations ----------------------------------------------------------------------------------
@@ -300,7 +282,10 @@ async def alter_column(conn: AsyncConnection, app_uid: uuid.UUID, definition: Ta
         await conn.run_sync(lambda sync: sync.execute(AddConstraint(constraint)))
     if before.unique != after.unique:
         await _set_unique(conn, schema, definition, after)
-    await _convert_in_log(conn, app_uid, definition.name, before, after)
+    if before.type != after.type:
+        # A value that does not convert becomes null: its row was never checked (it is gone).
+        await convert_old_images(conn, app_uid, definition.name, before.name,
+                                 lambda stored: _image_value(stored, before, after))
 
 
 async def _set_unique(conn: AsyncConnection, schema: str, definition: TableDef,
@@ -318,25 +303,6 @@ async def _set_unique(conn: AsyncConnection, schema: str, definition: TableDef,
         await conn.execute(text(f"DROP INDEX {_q(schema)}.{name}"))
     else:
         await conn.execute(text(f"ALTER TABLE {target} DROP CONSTRAINT {name}"))
-
-
-async def _convert_in_log(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
-                          before: ColumnDef, after: ColumnDef) -> None:
-    """Old images hold values of the old type; the judge reads them as the new one. Each is
-    converted like the rows were; one that does not convert (its row was never checked: it
-    is gone) becomes null."""
-    if before.type == after.type:
-        return
-    rows = (await conn.execute(text(
-        "SELECT id, old_row ->> CAST(:col AS text) AS v FROM authoric.changes "
-        "WHERE app_uid = :app AND table_name = :table AND old_row ->> CAST(:col AS text) IS NOT NULL"),
-        {"app": app_uid, "table": table, "col": before.name})).all()
-    for row in rows:
-        value = _image_value(row.v, before, after)
-        await conn.execute(text(
-            "UPDATE authoric.changes SET old_row = jsonb_set(old_row, ARRAY[CAST(:col AS text)], "
-            "CAST(:v AS jsonb)) WHERE id = :id"),
-            {"col": before.name, "v": json.dumps(value), "id": row.id})
 
 
 def _image_value(stored: str, before: ColumnDef, after: ColumnDef) -> Any:

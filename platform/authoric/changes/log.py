@@ -1,16 +1,23 @@
-"""Recording a change in the writer's own transaction, so a rollback announces nothing."""
+"""The change log's writes: recording changes in the writer's own transaction (so a rollback
+announces nothing), and keeping the old images of deleted rows readable when their table's
+columns are renamed or retyped. (The single-row writes record theirs inside the write's own
+statement, a CTE the plan builds from `db.tables.changes`; positions are the sequencer's.)"""
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.db import tables as t
 from authoric.realtime.source import BULK, DELETE, INSERT, SCHEMA, UPDATE
 
-__all__ = ["BULK", "DELETE", "INSERT", "SCHEMA", "UPDATE", "record_change"]
+__all__ = ["BULK", "DELETE", "INSERT", "SCHEMA", "UPDATE", "convert_old_images",
+           "record_change", "record_staged_inserts", "rename_in_old_images"]
 
 
 async def record_change(conn: AsyncConnection, *, app_uid: uuid.UUID, table: str, op: str,
@@ -20,3 +27,52 @@ async def record_change(conn: AsyncConnection, *, app_uid: uuid.UUID, table: str
     await conn.execute(t.changes.insert().values(
         app_uid=app_uid, table_name=table, op=op, row_uid=row_uid, org_uid=org_uid,
         actor_uid=actor_uid, old_row=old_row))
+
+
+async def record_staged_inserts(conn: AsyncConnection, *, app_uid: uuid.UUID, table: str,
+                                org_uid: uuid.UUID, actor_uid: uuid.UUID | None,
+                                stage: str, order: str) -> None:
+    """One insert entry per row of the staging table `stage` (its `uid` column), in `order`:
+    the rows an import has just copied in. `stage` and `order` are the importer's own
+    identifiers, never a client's."""
+    await conn.execute(text(
+        "INSERT INTO authoric.changes (app_uid, table_name, op, row_uid, org_uid, actor_uid) "
+        f'SELECT :app, :table, :op, uid, :org, :actor FROM "{stage}" ORDER BY {order}'),
+        {"app": app_uid, "table": table, "op": INSERT, "org": org_uid, "actor": actor_uid})
+
+
+async def rename_in_old_images(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
+                               renames: Mapping[str, str]) -> None:
+    """Old images of deletes are read back as rows of the table: their keys follow a rename."""
+    pairs = list(renames.items())
+    moved = "old_row"
+    for i, _ in enumerate(pairs):
+        moved = f"({moved} - :o{i})"
+    additions = " || ".join(f"jsonb_build_object(CAST(:n{i} AS text), old_row -> CAST(:o{i} AS text))"
+                            for i in range(len(pairs)))
+    params: dict[str, Any] = {"app": app_uid, "table": table, "olds": [o for o, _ in pairs]}
+    for i, (old, new) in enumerate(pairs):
+        params[f"o{i}"], params[f"n{i}"] = old, new
+    await conn.execute(text(
+        f"UPDATE authoric.changes SET old_row = {moved} || {additions} "
+        "WHERE app_uid = :app AND table_name = :table AND old_row ?| CAST(:olds AS text[])"),
+        params)
+
+
+async def convert_old_images(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
+                             column: str, convert: Callable[[str], Any]) -> None:
+    """Old images hold `column` as its old type rendered it; `convert` gives each stored
+    value (as `->>` reads it) as the new type renders it. One read and one UPDATE, however
+    many images."""
+    images = (await conn.execute(text(
+        "SELECT id, old_row ->> CAST(:col AS text) AS v FROM authoric.changes "
+        "WHERE app_uid = :app AND table_name = :table AND old_row ->> CAST(:col AS text) IS NOT NULL"),
+        {"app": app_uid, "table": table, "col": column})).all()
+    if not images:
+        return
+    await conn.execute(text(
+        "UPDATE authoric.changes c SET old_row = jsonb_set(c.old_row, ARRAY[CAST(:col AS text)], "
+        "v.value) FROM unnest(CAST(:ids AS bigint[]), CAST(:values AS jsonb[])) AS v(id, value) "
+        "WHERE c.id = v.id"),
+        {"col": column, "ids": [image.id for image in images],
+         "values": [json.dumps(convert(image.v)) for image in images]})

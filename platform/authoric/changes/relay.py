@@ -7,9 +7,10 @@ to the hub, and it also polls once a second in case a notification went missing.
 
 A connection can also stall without failing: a proxy or a NAT that stops forwarding keeps the
 TCP connection open, so no error and no close ever arrive, and notifications simply stop.
-The once-a-second read doubles as a heartbeat: a statement on the listener connection that
-gets no answer within `STALL` seconds ends the connection, and the relay reconnects and
-catches up as after any other loss (bench/chaos.py freezes it through a proxy).
+The once-a-second read doubles as a heartbeat: every statement on the listener connection
+runs under the dedicated workers' stall bound (db/dedicated.py: no answer within 10 s ends
+the connection), and the relay reconnects and catches up as after any other loss
+(bench/chaos.py freezes it through a proxy).
 
 A process with no open stream reads nothing: the sequencer's NOTIFY names the head it just
 stamped, and the relay moves its position there. Those entries were stamped before anyone
@@ -24,13 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
 
 import asyncpg
 
 from authoric.changes import reader
 from authoric.changes.sequencer import CHANNEL
-from authoric.db.dedicated import DedicatedWorker
+from authoric.db.dedicated import IDLE_LIMIT, STALL, DedicatedWorker
 from authoric.realtime.source import Sink
 
 POLICY_CHANNEL = "authoric_policy"
@@ -38,25 +38,19 @@ SAFETY_POLL = 1.0
 LINGER = 0.05  # seconds: the longest wait after a pass during which a NOTIFY arrived
 APP_NAME = "authoric-relay"  # how operators (and fault tests) find the listener connection
 BATCH = 2000
-# Seconds a statement on the listener connection may go unanswered before the connection is
-# taken for stalled. Its reads are by position on an index, a few milliseconds even under
-# load; the bound doubles after each stall in a row (up to STALL_MAX), so a database that is
-# merely slow is not reconnected to in a loop.
-STALL, STALL_MAX = 10.0, 80.0
 
 
 class Relay(DedicatedWorker):
     app_name = APP_NAME
 
-    def __init__(self, dsn: str, hub: Sink, batch: int = BATCH) -> None:
-        super().__init__(dsn)
+    def __init__(self, dsn: str, hub: Sink, batch: int = BATCH, *, stall: float = STALL,
+                 idle_limit: float | None = IDLE_LIMIT) -> None:
+        super().__init__(dsn, stall=stall, idle_limit=idle_limit)
         self.hub, self.batch = hub, batch
         self.position = -1  # last position handed to the hub (-1: not started)
         self.announced = -1  # the highest head the sequencer's NOTIFYs have named
         self.reads = 0  # log reads issued, and
         self.skips = 0  # moves to an announced head without reading (tests, benchmarks)
-        self.stalls = 0  # connections given up as stalled (tests, operators' logs)
-        self.stall = STALL  # the current bound (see STALL)
         self.connected = asyncio.Event()
         self._wake = asyncio.Event()
         self.conn: asyncpg.Connection | None = None
@@ -68,26 +62,13 @@ class Relay(DedicatedWorker):
 
     async def session(self, conn: asyncpg.Connection) -> None:
         self.conn = conn
-        async with self._answered():
+        async with self.answered(conn):
             await conn.add_listener(CHANNEL, self._notified)
             await conn.add_listener(POLICY_CHANNEL, self._notified)
             if self.position < 0:
                 self.position = await reader.head(conn)
         self.connected.set()
         await self._follow(conn)
-
-    @contextlib.asynccontextmanager
-    async def _answered(self) -> AsyncIterator[None]:
-        """Statements on the listener connection inside get their answer within the current
-        bound, or the connection is given up as stalled (TimeoutError ends the session)."""
-        try:
-            async with asyncio.timeout(self.stall):
-                yield
-        except TimeoutError:
-            self.stalls += 1
-            self.stall = min(STALL_MAX, self.stall * 2)
-            raise
-        self.stall = STALL
 
     def closed(self) -> None:
         self.connected.clear()
@@ -102,7 +83,7 @@ class Relay(DedicatedWorker):
                 self.skips += 1
                 changes = []
             else:
-                async with self._answered():
+                async with self.answered(conn):
                     changes = await reader.changes_after(conn, self.position, self.batch)
                 self.reads += 1
             if changes:

@@ -30,16 +30,37 @@ inside each writer's commit):
 The event is cleared before each stamping pass, so a nudge that lands during a pass is not
 lost: it causes one more pass. Once woken, the leader gathers for `GATHER` seconds first, so
 a burst of commits is stamped (and fanned out) in one pass.
+
+A frozen leader (a proxy or a NAT that stops forwarding its connection, TCP left open) must
+not stop the feed: nothing is stamped, and so nothing delivered by any process, while it
+leads. Two bounds of the dedicated workers (db/dedicated.py) end it:
+- every statement here, the leader's (PENDING, the STAMP transaction, RETAIN, CAPTURING,
+  LISTEN) and the follower's (`pg_try_advisory_lock`, its NOTIFY), runs under the stall
+  bound: unanswered within 10 s, this process drops the connection and reconnects as a
+  follower;
+- the leader's backend, which never hears of that, ends itself after `IDLE_LIMIT` (20 s) of
+  silence from its client (`idle_session_timeout`, and `idle_in_transaction_session_timeout`
+  for a freeze inside the stamping transaction, which also holds FOR UPDATE locks on the
+  batch's change-log rows). Its advisory lock goes with it, a follower of any process takes
+  the lead at its next try (every `FOLLOWER_RETRY`), and stamps what waited. The frozen
+  leader's open transaction rolls back, so nothing it stamped without committing counts.
+The leader's longest healthy silence is its safety poll (`SAFETY_POLL`, 2 s), far below the
+idle limit. Retention deletes in chunks of `RETAIN_BATCH` rows, so that none of its
+statements runs anywhere near the stall bound, however much has expired at once (a first
+run after retention was shortened): a statement cut off by the bound would be retried in a
+loop while its backend, still running it, kept the lock.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 
 import asyncpg
 
-from authoric.db.dedicated import DedicatedWorker
+from authoric.db.dedicated import IDLE_LIMIT, STALL, DedicatedWorker
 from authoric.settings import Settings
 
 LOCK_KEY = 0x61757468  # "auth": the sequencer's advisory lock
@@ -72,15 +93,21 @@ FROM numbered WHERE c.id = numbered.id
 RETURNING c.pos
 """
 PENDING = "SELECT EXISTS (SELECT 1 FROM authoric.changes WHERE pos IS NULL)"
-RETAIN = """
+RETAIN_BATCH = 10_000  # expired rows deleted per statement; a full chunk: another soon
+RETAIN = f"""
 WITH gone AS (
-    DELETE FROM authoric.changes
-    WHERE pos IS NOT NULL AND created_at < now() - make_interval(secs => $1)
+    DELETE FROM authoric.changes WHERE pos IN (
+        SELECT pos FROM authoric.changes
+        WHERE pos IS NOT NULL AND created_at < now() - make_interval(secs => $1)
+        ORDER BY pos LIMIT {RETAIN_BATCH})
     RETURNING pos
+), horizon AS (
+    UPDATE authoric.log_horizon SET pos = GREATEST(pos, (SELECT max(pos) FROM gone))
+    WHERE id = 1 AND EXISTS (SELECT 1 FROM gone)
 )
-UPDATE authoric.log_horizon SET pos = GREATEST(pos, (SELECT max(pos) FROM gone))
-WHERE id = 1 AND EXISTS (SELECT 1 FROM gone)
+SELECT count(*) FROM gone
 """
+RETENTION_EVERY = 60.0  # seconds between retention passes (once nothing is left to delete)
 
 
 class Sequencer(DedicatedWorker):
@@ -89,8 +116,9 @@ class Sequencer(DedicatedWorker):
 
     app_name = APP_NAME
 
-    def __init__(self, settings: Settings, dsn: str, safety_poll: float = SAFETY_POLL) -> None:
-        super().__init__(dsn)
+    def __init__(self, settings: Settings, dsn: str, safety_poll: float = SAFETY_POLL, *,
+                 stall: float = STALL, idle_limit: float | None = IDLE_LIMIT) -> None:
+        super().__init__(dsn, stall=stall, idle_limit=idle_limit)
         self.settings, self.safety_poll = settings, safety_poll
         self.wake = asyncio.Event()
         self.leader = False
@@ -126,43 +154,56 @@ class Sequencer(DedicatedWorker):
         next_try = 0.0
         while True:
             if time.monotonic() >= next_try:
-                if await conn.fetchval("SELECT pg_try_advisory_lock($1)", LOCK_KEY):
+                async with self.answered(conn):
+                    led = await conn.fetchval("SELECT pg_try_advisory_lock($1)", LOCK_KEY)
+                if led:
                     return
                 next_try = time.monotonic() + FOLLOWER_RETRY
             if await self._woken(max(0.0, next_try - time.monotonic())):
                 self.wake.clear()  # before the NOTIFY: later nudges make the next one
-                await conn.execute("SELECT pg_notify($1, '')", PENDING_CHANNEL)
+                async with self.answered(conn):
+                    await conn.execute("SELECT pg_notify($1, '')", PENDING_CHANNEL)
                 self.notifies_sent += 1
 
     async def _lead(self, conn: asyncpg.Connection) -> None:
         self.leader = True
         # Only the leader listens: a follower hearing followers would echo them forever.
-        await conn.add_listener(PENDING_CHANNEL, lambda *_: self.wake.set())
+        async with self.answered(conn):
+            await conn.add_listener(PENDING_CHANNEL, lambda *_: self.wake.set())
         self.wake.set()  # a first pass right away: rows may have waited for a leader
         next_retention = next_capture_check = 0.0
         while True:
             self.wake.clear()
-            stamped = await self.stamp(conn)
+            stamped = await self.stamp(conn, lambda: self.answered(conn))
+            behind = stamped >= BATCH  # more to do at once, without waiting to be woken
             now = time.monotonic()
             if now >= next_retention:
-                await conn.execute(RETAIN, float(self.settings.change_retention))
-                next_retention = now + 60
+                async with self.answered(conn):
+                    retained = await conn.fetchval(RETAIN, float(self.settings.change_retention))
+                behind = behind or retained >= RETAIN_BATCH
+                next_retention = now + (0 if retained >= RETAIN_BATCH else RETENTION_EVERY)
             if now >= next_capture_check:
-                self.capturing = bool(await conn.fetchval(CAPTURING))
+                async with self.answered(conn):
+                    self.capturing = bool(await conn.fetchval(CAPTURING))
                 next_capture_check = now + self.safety_poll
-            if stamped >= BATCH:
+            if behind:
                 continue
             if await self._woken(CAPTURE_POLL if self.capturing else self.safety_poll):
                 await asyncio.sleep(GATHER)
 
     @staticmethod
-    async def stamp(conn: asyncpg.Connection) -> int:
-        """Stamp one batch; NOTIFY the relays once if anything was stamped."""
+    async def stamp(conn: asyncpg.Connection,
+                    answered: Callable[[], AbstractAsyncContextManager[None]] = nullcontext,
+                    ) -> int:
+        """Stamp one batch; NOTIFY the relays once if anything was stamped. The leader passes
+        its stall bound (`answered`), for PENDING and for the whole stamping transaction;
+        tests and benchmarks stamp without one."""
         # One cheap round trip when there is nothing to do (partial index); the transaction
         # only when needed.
-        if not await conn.fetchval(PENDING):
-            return 0
-        async with conn.transaction():
+        async with answered():
+            if not await conn.fetchval(PENDING):
+                return 0
+        async with answered(), conn.transaction():
             rows = await conn.fetch(STAMP)
             if rows:
                 head = max(r["pos"] for r in rows)

@@ -24,7 +24,7 @@ from uuid6 import uuid7
 
 from authoric.catalog.model import ColumnDef
 from authoric.catalog.types import BadValue, column_type
-from authoric.changes.log import BULK, record_change
+from authoric.changes.log import BULK, record_change, record_staged_inserts
 from authoric.errors import Forbidden, ServiceUnavailable, ValidationFailed
 from authoric.records.conflicts import shown
 from authoric.records.csv_fast import (
@@ -347,11 +347,9 @@ async def record_import(conn: AsyncConnection, access: Access, count: int, stage
     principal, table = access.principal, access.table
     await _still_allowed(conn, access, stage)
     if count <= EVENTS_PER_ROW_LIMIT:
-        await conn.execute(text(
-            "INSERT INTO authoric.changes (app_uid, table_name, op, row_uid, org_uid, actor_uid) "
-            f'SELECT :app, :table, \'insert\', uid, :org, :actor FROM "{stage}" ORDER BY {order}'),
-            {"app": principal.app_uid, "table": table.name, "org": principal.org_uid,
-             "actor": principal.user_uid})
+        await record_staged_inserts(conn, app_uid=principal.app_uid, table=table.name,
+                                    org_uid=principal.org_uid, actor_uid=principal.user_uid,
+                                    stage=stage, order=order)
     else:
         await record_change(conn, app_uid=principal.app_uid, table=table.name, op=BULK,
                             org_uid=principal.org_uid, row_uid=None, actor_uid=principal.user_uid)

@@ -1,0 +1,81 @@
+"""A sequencer leader whose connection stalls (changes/sequencer.py, db/dedicated.py).
+
+A proxy or a NAT can freeze a connection while its TCP stays open: no error, no close, no
+reply. When that connection is the sequencer leader's, nothing is stamped (so nothing is
+delivered, by any process) for as long as its backend lives and holds the advisory lock.
+
+In process, on a real PostgreSQL: two sequencers on a database of their own, the first
+reaching it through the chaos run's proxy (bench/chaos.py). Callers: a writer committing a
+change-log row as the write services do, in the process of the second sequencer, which
+nudges it after the commit. The first leads; then its path to the database freezes for good
+(its connection frozen, new connections refused). The bounds are injected smaller than in
+production (stall bound 1 s, idle limit 3 s, safety poll 0.5 s) so the test runs in seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+
+import asyncpg
+from bench.chaos import Proxy, upstream
+
+from authoric.changes.sequencer import Sequencer
+from authoric.db.engine import libpq_url
+from authoric.settings import Settings
+from tests.api.test_health import own_database  # noqa: F401  (fixture: a database of our own)
+
+WIDE = 60.0
+BOUNDS = {"safety_poll": 0.5, "stall": 1.0, "idle_limit": 3.0}
+
+
+async def until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WIDE
+    while not condition():
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.05)
+
+
+async def test_a_change_committed_after_the_leaders_connection_froze_is_stamped_by_the_other(
+        own_database: tuple[str, str]) -> None:  # noqa: F811
+    url = libpq_url(own_database[0])
+    proxy = Proxy(upstream(url))
+    await proxy.start()
+    frozen = Sequencer(Settings(), proxy.url(url), **BOUNDS)
+    other = Sequencer(Settings(), url, **BOUNDS)
+    writer = await asyncpg.connect(url)
+    try:
+        frozen.start()
+        await until(lambda: frozen.leader, "the proxied sequencer never took the lead")
+        other.start()
+        await until(lambda: other.connected, "the second sequencer never connected")
+        links = proxy.leader_links()
+        assert len(links) == 1
+
+        links[0].flowing.clear()  # never thawed
+        assert proxy.server is not None
+        proxy.server.close()  # and its reconnects are refused: the leader's network is gone
+
+        change = await writer.fetchval(
+            "INSERT INTO authoric.changes (app_uid, table_name, op, row_uid, org_uid) "
+            "VALUES ($1, 'notes', 'insert', $2, $3) RETURNING id",
+            uuid.uuid4(), uuid.uuid4(), uuid.uuid4())
+        other.nudge()  # after the commit, as the write services do
+
+        deadline = time.monotonic() + WIDE
+        while await writer.fetchval("SELECT pos FROM authoric.changes WHERE id = $1",
+                                    change) is None:
+            assert time.monotonic() < deadline, (
+                f"never stamped: leader {frozen.leader} (stalls {frozen.stalls}) / "
+                f"{other.leader}")
+            await asyncio.sleep(0.1)
+        assert other.leader  # stamped by the other one: the frozen one has no connection
+        await until(lambda: frozen.stalls >= 1 and not frozen.connected,
+                    "the frozen leader never gave up its connection")
+    finally:
+        await frozen.stop()
+        await other.stop()
+        await writer.close()
+        await proxy.stop()
