@@ -31,6 +31,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--concurrency", type=int, default=10)
     ap.add_argument("--top", type=int, default=40, help="functions listed (40)")
     ap.add_argument("--svg", type=Path, default=None, help="also write a flame graph here")
+    ap.add_argument("--native", action="store_true",
+                    help="sample C and Cython frames too (py-spy --native): splits the time "
+                         "py-spy otherwise charges to the Python frame that called into C")
     return ap.parse_args(argv)
 
 
@@ -55,10 +58,12 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def record(pid: int, seconds: int, out: Path, fmt: str) -> subprocess.Popen[bytes]:
+def record(pid: int, seconds: int, out: Path, fmt: str,
+           native: bool = False) -> subprocess.Popen[bytes]:
+    # --native reads the stack while the process is stopped, so it cannot be --nonblocking.
     return subprocess.Popen(
         [py_spy(), "record", "--pid", str(pid), "--duration", str(seconds), "--rate", "250",
-         "--format", fmt, "--output", str(out), "--nonblocking"],
+         "--format", fmt, "--output", str(out), "--native" if native else "--nonblocking"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -106,8 +111,9 @@ def main(argv: list[str] | None = None) -> None:
             pid = worker_pid(server.pid)
             wrk.run(target, args.route, args.concurrency, 3, 1, work / "warm.lua")
             collapsed = work / "stacks.txt"
-            spy = record(pid, args.seconds, collapsed, "raw")
-            svg = record(pid, args.seconds, args.svg, "flamegraph") if args.svg else None
+            spy = record(pid, args.seconds, collapsed, "raw", args.native)
+            svg = (record(pid, args.seconds, args.svg, "flamegraph", args.native)
+                   if args.svg else None)
             runs: list[wrk.Run] = []
             cpu_before = tree_cpu_seconds(server.pid)
             load = threading.Thread(target=lambda: runs.append(wrk.run(

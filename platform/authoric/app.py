@@ -41,6 +41,26 @@ from authoric.realtime.hub import Hub
 from authoric.realtime.stream_leases import StreamLeases
 from authoric.settings import Settings
 
+# Net allocations of tracked objects between two young collections (CPython's default: 700).
+# A request frees nearly everything it allocates by reference counting, but at 50 connections
+# the requests in flight hold more than 700 objects between them, so the default ran a young
+# collection every ~9 creates, each walking the in-flight requests' objects and promoting them
+# to older generations, which then filled and were collected in turn: 3-5% of a worker's CPU,
+# and full collections of 8-40 ms of CPU each (bench.peers, docs/benchmarks.md "Sixth
+# session"). At this threshold a steady request load triggers no collection at all;
+# cyclic garbage (an exception and its traceback) waits for the next one, at most this many
+# objects later.
+YOUNG_COLLECTION_THRESHOLD = 50_000
+
+
+def settle_collector() -> None:
+    """Once per process, after startup: long-lived objects built so far need no more collector
+    passes (`gc.freeze`: with thousands of open streams, full collections otherwise take a
+    large share of the loop), and young collections wait for `YOUNG_COLLECTION_THRESHOLD`."""
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, middle, old)
+
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
@@ -70,9 +90,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         app.state.source = source
         app.state.stream_leases = StreamLeases(engine, settings)
-        # Long-lived objects built at startup need no more collector passes: with thousands
-        # of open streams, full collections otherwise take a large share of the loop.
-        gc.freeze()
+        settle_collector()
         sequencer.start()
         source.start(hub)
         app.state.services.indexes.start_sweep()

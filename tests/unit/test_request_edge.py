@@ -130,3 +130,20 @@ def test_a_python_caller_s_bad_parts_wait_for_the_gate_with_the_edge_s_codes() -
                        (bad.expand.get, BadRequest)):
         with pytest.raises(code):
             part()
+
+
+def test_a_create_from_the_edge_carries_its_body_and_expand_and_shares_the_parts_it_leaves_out(
+) -> None:
+    """A REST client's create: its body and `?expand=` parsed, and the parts a create does not
+    take (filter, page, count, media) the same shared defaults for every request, not built
+    anew for each one."""
+    first = parsed("create", "expand=vendor", {"Content-Type": "application/json"},
+                   b'{"title": "a"}')
+    second = parsed("create", "", {"Content-Type": "application/json"}, b'{"title": "b"}')
+    assert first.body.get() == {"title": "a"} and second.body.get() == {"title": "b"}
+    assert first.expand.get() == (("vendor",),) and second.expand.get() == ()
+    assert first.filter.get() == EVERYTHING and first.page.get() == Page()
+    assert first.count.get() is None and first.media.get() is None
+    for part in ("filter", "page", "count", "media"):
+        assert getattr(first, part) is getattr(second, part), part
+    assert TableRequest("shop", "invoices", "read").filter is first.filter

@@ -126,6 +126,15 @@ class Sequencer(DedicatedWorker):
         self.connected = False  # for readiness: the dedicated connection is up
         self.notifies_sent = 0  # as a follower (benchmarks: how well nudges coalesce)
 
+    def server_settings(self) -> dict[str, str]:
+        # Every statement here meets the log by key, a few rows at a time. The planner's guess
+        # of how many rows are unstamped comes from the last ANALYZE, and one that caught a
+        # burst had STAMP join by a merge or a hash over the whole log on every pass: 204 ms
+        # at 500,000 entries against 0.3 ms by nested loop, and growing with the log
+        # (tests/integration/test_sequencer_plan.py). Only nested loops are right here,
+        # whatever the statistics say.
+        return super().server_settings() | {"enable_hashjoin": "off", "enable_mergejoin": "off"}
+
     def nudge(self) -> None:
         """Called after a local commit that may have written change-log rows."""
         self.wake.set()

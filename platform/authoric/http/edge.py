@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from starlette.requests import Request
@@ -100,18 +99,18 @@ def table_request(request: Request, operation: Operation, path: Mapping[str, str
     q, headers = request.query_params, request.headers
     uid = path.get("uid")
     content_type = headers.get("content-type")
-    parsed = TableRequest(path["app"], path["table"], operation,
-                          None if uid is None else checked_uid(uid))
+    # The parts this operation takes, then one frozen request built from them.
+    parts: dict[str, Any] = {}
     if operation in ("list", "export", "update_where", "delete_where"):
-        parsed = replace(parsed, filter=query_filter(q.multi_items(), q.get("filter"), reserved),
-                         page=checked_page(q.get("order"), q.get("limit"), q.get("after")))
+        parts["filter"] = query_filter(q.multi_items(), q.get("filter"), reserved)
+        parts["page"] = checked_page(q.get("order"), q.get("limit"), q.get("after"))
     if operation == "list":
-        parsed = replace(parsed, count=Checked.of(lambda: parse_count(q.get("count")), None))
+        parts["count"] = Checked.of(lambda: parse_count(q.get("count")), None)
     if operation in ("read", "list", "create", "update"):
-        parsed = replace(parsed, expand=Checked.of(lambda: parse_expand(q.get("expand")), ()))
+        parts["expand"] = Checked.of(lambda: parse_expand(q.get("expand")), ())
     if raw is not None:
-        parsed = replace(parsed, body=Checked.of(lambda: json_value(content_type, raw), None))
+        parts["body"] = Checked.of(lambda: json_value(content_type, raw), None)
     if operation == "import":
-        parsed = replace(parsed, media=Checked.of(
-            lambda: require_media(content_type, CSV, "the file"), None))
-    return parsed
+        parts["media"] = Checked.of(lambda: require_media(content_type, CSV, "the file"), None)
+    return TableRequest(path["app"], path["table"], operation,
+                        None if uid is None else checked_uid(uid), **parts)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from authoric.errors import AuthoricError, BadRequest, NotFound
@@ -118,6 +118,14 @@ def checked_page(order: str | None, limit: str | int | None, after: str | None) 
     return Checked.of(lambda: Page(order, parse_limit(raw), after), Page())
 
 
+# The parts a request leaves out. `Checked` is frozen and these values immutable, so every
+# request shares them instead of building six per request.
+_ALL_ROWS: Checked[Node] = ok(EVERYTHING)
+_FIRST_PAGE: Checked[Page] = ok(Page())
+_NONE: Checked[Any] = ok(None)
+_NO_PATHS: Checked[ExpandPaths] = ok(())
+
+
 @dataclass(frozen=True)
 class TableRequest:
     """One call on one table, typed; see the module's docstring."""
@@ -126,12 +134,12 @@ class TableRequest:
     table: str
     operation: Operation
     uid: Checked[uuid.UUID] | None = None
-    filter: Checked[Node] = field(default_factory=lambda: ok(EVERYTHING))
-    page: Checked[Page] = field(default_factory=lambda: ok(Page()))
-    body: Checked[Any] = field(default_factory=lambda: ok(None))  # the JSON the caller sent
-    media: Checked[None] = field(default_factory=lambda: ok(None))  # 415 for a wrong type
-    count: Checked[str | None] = field(default_factory=lambda: ok(None))  # `?count=`
-    expand: Checked[ExpandPaths] = field(default_factory=lambda: ok(()))  # `?expand=`
+    filter: Checked[Node] = _ALL_ROWS
+    page: Checked[Page] = _FIRST_PAGE
+    body: Checked[Any] = _NONE  # the JSON the caller sent
+    media: Checked[None] = _NONE  # 415 for a wrong type
+    count: Checked[str | None] = _NONE  # `?count=`
+    expand: Checked[ExpandPaths] = _NO_PATHS  # `?expand=`
 
     @property
     def action(self) -> str:
