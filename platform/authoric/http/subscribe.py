@@ -7,13 +7,16 @@ Each route runs its gate and hands a `StreamRequest` to the one stream implement
 
 from __future__ import annotations
 
+import asyncio
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse
-from starlette.background import BackgroundTask
-from starlette.routing import Route, request_response
-from starlette.types import Receive, Scope, Send
+from sse_starlette.event import ensure_bytes
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from authoric.auth.principals import authenticate
 from authoric.catalog.apps import find_app
@@ -29,23 +32,143 @@ from authoric.records.expand import expansion_tree
 from authoric.records.gate import admit
 
 
+def serve_stream(handler: Callable[[Request], Awaitable[EventSourceResponse]]) -> ASGIApp:
+    """Starlette's `request_response` without what would stay alive as long as the client:
+    the Request (and its parsed headers and query) is dropped once the handler has answered,
+    and there is no per-request exception wrapper (its frames and `sender` closure): an error
+    the handler raises is answered by the app's ExceptionMiddleware with the same handlers."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        response = await handler(Request(scope, receive, send))
+        await response(scope, receive, send)
+
+    return app
+
+
 class StreamRoute(LeanRoute):
-    """A stream's route, served through Starlette's plain `request_response`.
+    """A stream's route, served by `serve_stream` instead of FastAPI's request handling.
 
     FastAPI's wraps every request in two exit stacks (for dependencies with `yield`, which the
     streams have none of) that stay alive, with their frames, as long as the response: for
-    a stream, as long as its client stays (about 2 KiB of each idle stream's 45). OpenAPI
-    still documents the route from its signature. The routers are included without prefix
-    or dependencies, so the inclusion adds nothing to serve here."""
+    a stream, as long as its client stays. OpenAPI still documents the route from its
+    signature. The routers are included without prefix or dependencies, so the inclusion
+    adds nothing to serve here."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.app = request_response(self.get_route_handler())
+        self.app = serve_stream(self.get_route_handler())  # type: ignore[arg-type]
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Starlette's: the method check (405), then `self.app`; FastAPI's would serve the
         # request through the handler it built for the inclusion.
         await Route.handle(self, scope, receive, send)
+
+
+class _Open:
+    """The open stream responses of one event loop, and the one task that ends them all when
+    the server shuts down (sse-starlette's exit signal, awaited once instead of per stream)."""
+
+    __slots__ = ("responses", "watcher")
+
+    def __init__(self) -> None:
+        self.responses: set[StreamResponse] = set()
+        self.watcher: asyncio.Task[None] | None = None
+
+    def add(self, response: StreamResponse) -> None:
+        self.responses.add(response)
+        if self.watcher is None:
+            self.watcher = asyncio.get_running_loop().create_task(self._watch())
+
+    async def _watch(self) -> None:
+        await EventSourceResponse._listen_for_exit_signal()
+        # A stream opened from now on starts a new watcher, which returns at once while the
+        # shutdown flag is up: that stream ends at once, as each did with sse-starlette's own.
+        self.watcher = None
+        for response in list(self.responses):
+            response.end("shutdown")
+
+
+_HEADERS: dict[tuple[tuple[bytes, bytes], ...], list[tuple[bytes, bytes]]] = {}
+_open: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Open] = weakref.WeakKeyDictionary()
+
+
+class StreamResponse(EventSourceResponse):
+    """sse-starlette's response (its headers and frame encoding) served by the request's own
+    task instead of sse-starlette's task group.
+
+    sse-starlette runs each stream in an anyio task group of three tasks (the stream, the
+    exit signal, the disconnect listener), each with its cancel scope and events, and a
+    cancel scope per send: ~15 KB per idle stream. Here the request's task writes the frames;
+    pings and the token's expiry come from the stream's own timer (realtime/stream.py); one
+    small task per stream waits on `receive()` for the disconnect, and one task per process
+    for the shutdown signal. Either cancels the request's task, as the task group's cancel
+    scope did: the frames generator ends (unregistering the stream, releasing its lease),
+    and on shutdown the body is closed cleanly so the client sees the end of the stream."""
+
+    def __init__(self, stream: Stream, content: AsyncIterator[bytes]) -> None:
+        super().__init__(content, ping=0, sep="\n")
+        # Every stream sends the same headers: one list for all (each send copies it, as
+        # middlewares add theirs to the message's list).
+        self.raw_headers = _HEADERS.setdefault(tuple(self.raw_headers), self.raw_headers)
+        self._send_lock = None  # type: ignore[assignment]  # one task sends: no lock to hold
+        self.stream = stream
+        self._task: asyncio.Task[Any] | None = None
+        self._ended_by = ""  # "disconnect" or "shutdown" once one of them cancels the task
+
+    def end(self, why: str) -> None:
+        """Stop the stream from outside its task (the client left, or the server stops)."""
+        task = self._task
+        if task is not None and not self._ended_by:
+            self._ended_by = why
+            task.cancel()
+
+    async def _listen(self, receive: Receive) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self.end("disconnect")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # GET only: the stream routes answer HEAD with 405, so no HEAD case (sse-starlette's).
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        registry = _open.get(loop)
+        if registry is None:
+            registry = _open[loop] = _Open()
+        listener = loop.create_task(self._listen(receive))
+        frames = self.body_iterator
+        self._task = task
+        registry.add(self)
+        try:
+            await send({"type": "http.response.start", "status": self.status_code,
+                        "headers": list(self.raw_headers)})
+            self._response_started = True
+            async for data in frames:
+                await send({"type": "http.response.body", "body": ensure_bytes(data, self.sep),
+                            "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            self._response_complete = True
+        except asyncio.CancelledError:
+            # Ours (disconnect, shutdown) ends the stream; anyone else's goes on up.
+            if not self._ended_by or task.uncancel() > 0:
+                raise
+        finally:
+            self._task = None  # no cancel from now on: it could land outside this response
+            registry.responses.discard(self)
+            listener.cancel()
+            aclose = getattr(frames, "aclose", None)
+            if aclose is not None:  # cancelled in a send: the generator is still suspended
+                await aclose()
+            # Unregistered and its lease released however it ended, even before its frames
+            # started (idempotent: the frames generator does it too).
+            self.stream.close()
+        if self._ended_by == "shutdown" and self._response_started and not self._response_complete:
+            # The end of the body, so the client sees the stream end rather than break.
+            try:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                self._response_complete = True
+            except OSError:
+                pass
 
 
 router = APIRouter(tags=["subscribe"], route_class=StreamRoute)
@@ -75,7 +198,7 @@ def table_names(raw: str | None) -> list[str]:
     return names
 
 
-async def event_stream(request: Request, req: StreamRequest) -> EventSourceResponse:
+async def event_stream(request: Request, req: StreamRequest) -> StreamResponse:
     """Open the stream (429 over the deployment's per-user cap) and answer with it.
 
     No closure or wrapper generator here: whatever the response holds stays alive as long as
@@ -90,14 +213,13 @@ async def event_stream(request: Request, req: StreamRequest) -> EventSourceRespo
         except BaseException:
             stream.close()
             raise
-    # The stream closes (and releases its lease) however its frames end; the background task
-    # closes it too, in case the response ended before the frames started.
-    return EventSourceResponse(metered_frames(request.app.state.metrics, stream),
-                               ping=0, sep="\n", background=BackgroundTask(stream.closed))
+    # The stream closes (and releases its lease) however its frames end; the response closes
+    # it too, in case it ended before the frames started.
+    return StreamResponse(stream, metered_frames(request.app.state.metrics, stream))
 
 
 @router.get("/{app}/autocrud/{table}/subscribe", response_model=None)
-async def subscribe(request: Request, app: str, table: str) -> EventSourceResponse:
+async def subscribe(request: Request, app: str, table: str) -> StreamResponse:
     async with governed(request, app, table, "read_list") as (_, listing):
         # Each event is read like a single-row GET: read must be on and granted too.
         admit(listing.snapshot, listing.principal, table, "read")
@@ -111,7 +233,7 @@ async def subscribe(request: Request, app: str, table: str) -> EventSourceRespon
 
 
 @router.get("/{app}/subscribe", response_model=None)
-async def subscribe_tables(request: Request, app: str) -> EventSourceResponse:
+async def subscribe_tables(request: Request, app: str) -> StreamResponse:
     svc = services(request)
     async with svc.tx() as conn:
         auth = await authenticate(conn, svc.jwt_secret, request.headers.get("authorization"), app)
@@ -127,7 +249,7 @@ async def subscribe_tables(request: Request, app: str) -> EventSourceResponse:
 
 
 @router.get("/admin/apps/{app}/tables/{table}/rows/subscribe", response_model=None)
-async def subscribe_as_operator(request: Request, app: str, table: str) -> EventSourceResponse:
+async def subscribe_as_operator(request: Request, app: str, table: str) -> StreamResponse:
     svc = require_admin(request)
     async with svc.tx() as conn:
         row = await find_app(conn, app)

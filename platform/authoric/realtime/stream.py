@@ -86,10 +86,6 @@ class Stream:
         if self.lease is not None:
             self.lease.release()
 
-    async def closed(self) -> None:
-        """`close` as a response's background task (a sync one would run in a thread)."""
-        self.close()
-
     async def frames(self) -> AsyncIterator[bytes]:
         """`connected`, the replay, then live frames, pings and `reauth`, in one generator
         (each nested one would stay alive, and be paid for, as long as the stream)."""
