@@ -413,14 +413,27 @@ async def open_subscribers(host: str, port: int, requests: list[tuple[bytes, Any
     return clients
 
 
+def resolve_connected(client: SseClient) -> None:
+    """Resolve the client's `connected` future (if anyone waits on it): its stream is live."""
+    fut = getattr(client, "connected", None)
+    if fut is not None and not fut.done():
+        fut.set_result(None)
+
+
 def mark_connected(client: SseClient, block: bytes) -> bool:
     """True (and resolves the client's `connected` future) for the `connected` frame."""
     if block.startswith(b"event: connected"):
-        fut = getattr(client, "connected", None)
-        if fut is not None and not fut.done():
-            fut.set_result(None)
+        resolve_connected(client)
         return True
     return False
+
+
+def note_control(client: SseClient, block: bytes) -> None:
+    """A block that carries no change: a ping is counted, the `connected` frame noted."""
+    if block.startswith(b": ping"):
+        client.pings += 1
+    else:
+        mark_connected(client, block)
 
 
 # --- writers --------------------------------------------------------------------------------
@@ -649,10 +662,7 @@ class FanoutRun:
     # subscribers -----------------------------------------------------------------------
     def on_block(self, client: SseClient, block: bytes, now: float) -> None:
         if not block.startswith(b"id: "):
-            if block.startswith(b": ping"):
-                client.pings += 1
-            else:
-                mark_connected(client, block)
+            note_control(client, block)
             return
         client.frames += 1
         phase = self.phase

@@ -59,10 +59,11 @@ from bench.fanout import (
     RawHttp,
     SseClient,
     install_uvloop,
-    mark_connected,
+    note_control,
     open_subscribers,
     pct,
     raise_nofile,
+    resolve_connected,
     subscribe_request,
 )
 from bench.harness import (
@@ -282,13 +283,9 @@ class FeedRun:
             if b"PB_CONNECT" in block:
                 client.client_id = json.loads(  # type: ignore[attr-defined]
                     block[block.index(b"data:") + 5:].strip())["clientId"]
-                fut = getattr(client, "connected", None)
-                if fut is not None and not fut.done():
-                    fut.set_result(None)
-            elif block.startswith(b": ping"):
-                client.pings += 1
+                resolve_connected(client)
             else:
-                mark_connected(client, block)
+                note_control(client, block)
             return
         client.frames += 1
         org, _n, sent = block[i + len(TITLE):block.index(b'"', i + len(TITLE))].split(b" ")
