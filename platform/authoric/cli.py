@@ -14,6 +14,7 @@ from authoric.auth.secrets import Secret, ensure_secrets
 from authoric.db import migrate
 from authoric.db.embedded import embedded_database_url
 from authoric.settings import Settings
+from authoric.workers import per_worker_socket, reuse_port_available
 
 
 def database_url(settings: Settings) -> str:
@@ -33,6 +34,7 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
 
 MAX_DEFAULT_WORKERS = 3
 WORKER_HEALTHCHECK = 60  # seconds a worker may take to answer the supervisor
+STARTUP_FAILURE = 3  # uvicorn's exit status for a server that never started
 
 
 def default_workers() -> int:
@@ -89,16 +91,31 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     # X-Forwarded-For is believed only from AUTHORIC_TRUSTED_PROXIES (none by default), never
     # from uvicorn's own default (any loopback peer): the client address keys the throttle.
     trusted = settings.trusted_proxies.strip()
-    uvicorn.run("authoric.app:app_from_env", factory=True, host=args.host, port=args.port,
-                workers=workers, log_level=args.log_level,
-                proxy_headers=bool(trusted), forwarded_allow_ips=trusted or None,
-                access_log=args.access_log and settings.log_format != "json",
-                log_config=log_config(settings.log_format, args.log_level, args.access_log),
-                timeout_graceful_shutdown=settings.shutdown_grace,
-                # A worker answers the supervisor's pings only once it has imported everything;
-                # on a busy machine that takes longer than uvicorn's 5 s, and the worker would
-                # be killed and restarted in a loop.
-                timeout_worker_healthcheck=WORKER_HEALTHCHECK)
+    config = uvicorn.Config(
+        "authoric.app:app_from_env", factory=True, host=args.host, port=args.port,
+        workers=workers, log_level=args.log_level,
+        proxy_headers=bool(trusted), forwarded_allow_ips=trusted or None,
+        access_log=args.access_log and settings.log_format != "json",
+        log_config=log_config(settings.log_format, args.log_level, args.access_log),
+        timeout_graceful_shutdown=settings.shutdown_grace,
+        # A worker answers the supervisor's pings only once it has imported everything; on a
+        # busy machine that takes longer than uvicorn's 5 s, and the worker would be killed
+        # and restarted in a loop.
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK)
+    if workers == 1:
+        server = uvicorn.Server(config)
+        server.run()
+        return 0 if server.started else STARTUP_FAILURE
+    # uvicorn's supervisor; each worker listens on a socket of its own (authoric.workers).
+    from uvicorn.supervisors import Multiprocess
+
+    try:
+        shared = (per_worker_socket(args.host, args.port) if reuse_port_available()
+                  else config.bind_socket())
+    except OSError as exc:  # e.g. the address is in use
+        print(f"cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr, flush=True)
+        return STARTUP_FAILURE
+    Multiprocess(config, sockets=[shared]).run()
     return 0
 
 

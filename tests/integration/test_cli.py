@@ -7,6 +7,7 @@ org, file) or a bad option.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -348,6 +349,57 @@ def fresh(url: str, token: str) -> httpx.Response:
     """A GET on a new connection each time, so either worker may take it."""
     return httpx.get(url, headers={"Authorization": f"Bearer {token}", "Connection": "close"},
                      timeout=30)
+
+
+def socket_inodes(pid: int) -> set[str]:
+    """The inodes of the sockets process `pid` holds open."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    return inodes
+
+
+def tcp_sockets(port: int, state: str) -> set[str]:
+    """Inodes of the TCP sockets (IPv4) whose local port is `port`, in `state` (hex, as
+    /proc/net/tcp writes it: 0A listening, 01 established)."""
+    lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    fields = [line.split() for line in lines]
+    return {f[9] for f in fields if int(f[1].split(":")[1], 16) == port and f[3] == state}
+
+
+def child_pids(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_clients_of_an_operator_serving_two_workers_are_spread_over_both(
+        database_url: str, tmp_path: Path) -> None:
+    """Each worker listens on a socket of its own (SO_REUSEPORT), so a burst of connections
+    is shared by the kernel instead of going to whichever worker woke first."""
+    env = bare_env(DATABASE_URL=database_url, AUTHORIC_DATA_DIR=str(tmp_path / "data"))
+    served = serve(env, tmp_path / "serve.out", "--workers", "2")
+    try:
+        port = int(served.url.rsplit(":", 1)[1])
+        deadline = time.monotonic() + SERVE_TIMEOUT  # /healthz answered: one worker is up
+        while len(tcp_sockets(port, "0A")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        workers = [pid for pid in child_pids(served.process.pid)
+                   if socket_inodes(pid) & tcp_sockets(port, "0A")]
+        assert len(workers) == 2 and len(tcp_sockets(port, "0A")) == 2
+        clients = [httpx.Client(base_url=served.url, timeout=30) for _ in range(32)]
+        try:
+            assert all(c.get("/healthz").status_code == 200 for c in clients)
+            open_ = tcp_sockets(port, "01")
+            held = [len(socket_inodes(pid) & open_) for pid in workers]
+            # 32 connections hashed over two sockets: all on one would happen once in 2**31.
+            assert sum(held) == 32 and min(held) > 0
+        finally:
+            for client in clients:
+                client.close()
+    finally:
+        served.stop()
 
 
 def test_operator_serving_two_workers_on_an_empty_data_dir_gets_one_admin_token_printed_once(
