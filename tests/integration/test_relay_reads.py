@@ -27,6 +27,7 @@ from authoric.settings import Settings
 from tests.api.test_health import own_database  # noqa: F401  (fixture: a database of our own)
 
 WIDE = 60.0
+IDLE = 4.0  # seconds: the idle bound injected into the relay (production: 20)
 APP = uuid.uuid4()  # the log has no foreign key to apps: entries of an app nobody opened
 ORG = uuid.uuid4()
 
@@ -103,3 +104,29 @@ async def test_a_process_with_a_stream_open_reads_every_entry_stamped_after_it_r
     assert relay.skips == skips_before  # read for the stream, never skipped
     hub.remove(sub)
     assert hub.empty()
+
+
+async def test_a_process_with_no_stream_open_keeps_its_listener_through_a_steady_write_load(
+        own_database: tuple[str, str]) -> None:  # noqa: F811
+    """Following announced heads sends nothing on the listener connection, and PostgreSQL
+    ends a dedicated backend whose client stays silent past the idle bound (db/dedicated.py):
+    under steady writes the relay would be cut off and reconnect every idle bound."""
+    url = libpq_url(own_database[0])
+    engine = create_engine(Settings(), own_database[0])
+    relay = Relay(url, Hub(engine, SnapshotCache()), idle_limit=IDLE)
+    writer = await asyncpg.connect(url)
+    relay.start()
+    try:
+        await asyncio.wait_for(relay.connected.wait(), WIDE)
+        await until_first_pass(relay)
+        listener = relay.conn
+        until = time.monotonic() + 3 * IDLE
+        while time.monotonic() < until:  # batches stamped and announced back to back
+            await reaches(relay, await write_and_stamp(writer, 1))
+            await asyncio.sleep(0.01)
+        assert relay.skips >= 10
+        assert listener is not None and relay.conn is listener and not listener.is_closed()
+    finally:
+        await relay.stop()
+        await writer.close()
+        await engine.dispose()

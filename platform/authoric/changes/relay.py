@@ -54,6 +54,7 @@ class Relay(DedicatedWorker):
         self.connected = asyncio.Event()
         self._wake = asyncio.Event()
         self.conn: asyncpg.Connection | None = None
+        self._spoke = 0.0  # monotonic time of the last statement on the listener connection
 
     def _notified(self, _conn: object, _pid: int, channel: str, payload: str) -> None:
         if channel == CHANNEL and payload.isdigit():
@@ -82,10 +83,18 @@ class Relay(DedicatedWorker):
                 self.position = self.announced
                 self.skips += 1
                 changes = []
+                if time.monotonic() - self._spoke > SAFETY_POLL:
+                    # Skipping says nothing to PostgreSQL, and under back-to-back NOTIFYs
+                    # nothing else does: past the idle bound (db/dedicated.py) it would end
+                    # this connection. One round trip a second keeps it, as the poll does.
+                    async with self.answered(conn):
+                        await conn.execute("SELECT 1")
+                    self._spoke = time.monotonic()
             else:
                 async with self.answered(conn):
                     changes = await reader.changes_after(conn, self.position, self.batch)
                 self.reads += 1
+                self._spoke = time.monotonic()
             if changes:
                 await self.hub.dispatch(changes, time.time())
                 self.position = changes[-1].pos
