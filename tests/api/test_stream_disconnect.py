@@ -9,6 +9,7 @@ dropped the same way.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
 import time
@@ -82,19 +83,27 @@ def status_of_another_stream(server: ServerProcess, path: str, token: str) -> in
         return stream.status_code or 0
 
 
+@contextlib.contextmanager
+def dropped_idle_stream(server: ServerProcess, path: str, token: str) -> Iterator[None]:
+    """Inside: the only open stream, idle. After: its client vanished without a word (the
+    stream had nothing to send), and the server no longer counts it open."""
+    eventually(lambda: open_streams(server) == 0, "no stream open before the test")
+    sock = raw_subscribe(server, path, token)
+    try:
+        assert open_streams(server) == 1
+        yield
+    finally:
+        sock.close()
+    eventually(lambda: open_streams(server) == 0, "the dropped stream is no longer open")
+
+
 def test_a_member_whose_client_drops_an_idle_stream_gets_its_one_slot_back(
         capped: tuple[ServerProcess, AppWorld, Caller]) -> None:
     server, world, member = capped
     path = f"{world.rows('notes')}/subscribe"
-    eventually(lambda: open_streams(server) == 0, "no stream open before the test")
-    sock = raw_subscribe(server, path, member.token)
-    try:
-        assert open_streams(server) == 1
+    with dropped_idle_stream(server, path, member.token):
         # The idle stream holds the member's one slot.
         assert status_of_another_stream(server, path, member.token) == 429
-    finally:
-        sock.close()  # the client vanishes without a word; the stream had nothing to send
-    eventually(lambda: open_streams(server) == 0, "the dropped stream is no longer open")
     eventually(lambda: status_of_another_stream(server, path, member.token) == 200,
                "the dropped stream's slot is free again")
 
@@ -102,11 +111,6 @@ def test_a_member_whose_client_drops_an_idle_stream_gets_its_one_slot_back(
 def test_the_operators_feed_dropped_while_idle_is_no_longer_counted_open(
         capped: tuple[ServerProcess, AppWorld, Caller]) -> None:
     server, world, _ = capped
-    path = f"/admin/apps/{world.name}/tables/notes/rows/subscribe"
-    eventually(lambda: open_streams(server) == 0, "no stream open before the test")
-    sock = raw_subscribe(server, path, server.admin_token)
-    try:
-        assert open_streams(server) == 1
-    finally:
-        sock.close()
-    eventually(lambda: open_streams(server) == 0, "the dropped feed is no longer open")
+    with dropped_idle_stream(server, f"/admin/apps/{world.name}/tables/notes/rows/subscribe",
+                             server.admin_token):
+        pass
