@@ -36,8 +36,14 @@ def named(name: str, value: Any, type_: Any) -> BindParameter[Any]:
 @dataclass(frozen=True)
 class Shaped:
     """A statement by shape. `key` None: this statement has no shape key (a filter, a draft
-    decision), so it is built every time and cached by SQLAlchemy's own key."""
+    decision), so it is built every time and cached by SQLAlchemy's own key.
+
+    `params` fill the statement's slots on each call; any other value it binds is a constant
+    of its shape. A plan's statement must name every `B_` value it binds (`own_binds`); the
+    feed's judge leaves them out on purpose: its shape key names the read classes, whose org
+    and policy values are those constants."""
 
     key: Hashable | None
     params: dict[str, Any]
     build: Callable[[], Any]
+    own_binds: bool = True

@@ -129,7 +129,7 @@ class StatementCache:
                 if bound is not given and bound != given:
                     raise InternalError(f"statement binds {name} to another value than its plan")
                 slots.append((name, None))
-            elif str(name).startswith(PREFIX):
+            elif shaped.own_binds and str(name).startswith(PREFIX):
                 raise InternalError(f"statement binds {name}, which its plan does not name")
             else:
                 slots.append((None, values[position]))

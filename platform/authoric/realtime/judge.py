@@ -23,7 +23,7 @@ statement, makes no cache key and opens no transaction; it only fills the uids a
 from __future__ import annotations
 
 import json
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +31,6 @@ from typing import Any
 import asyncpg
 from sqlalchemy import BigInteger, Integer, and_, bindparam, func, literal, select, text, union_all
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
-from sqlalchemy.dialects.postgresql import asyncpg as asyncpg_dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import util as sql_util
 from sqlalchemy.sql.elements import ColumnElement
@@ -40,8 +39,10 @@ from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import AuthoricError
 from authoric.plan.access import operation_enabled
+from authoric.plan.binds import Shaped
 from authoric.plan.plan import governed_rows
 from authoric.plan.request import ExpandPaths
+from authoric.plan.runner import StatementCache
 from authoric.policy.decision import Decision
 from authoric.policy.principal import Principal
 from authoric.realtime.expansion import expand_for_classes
@@ -92,27 +93,14 @@ def subscriber_decision(snapshot: AppSnapshot, table: CompiledTable,
 class Memo:
     """What the judge keeps between batches of one table, valid for one snapshot (the caller
     drops it when the app's version moves): each class's decision, and each org statement's
-    SQL text, compiled once (bounded: least recently used goes first)."""
+    SQL text, compiled once by the request path's StatementCache (plan/runner.py)."""
 
     decisions: dict[Hashable, Decision | None] = field(default_factory=dict)
-    statements: OrderedDict[Hashable, _Template] = field(default_factory=OrderedDict)
+    statements: StatementCache = field(default_factory=StatementCache)
     sent: int = 0  # org statements sent since the caller last looked (benchmarks)
 
 
-@dataclass(frozen=True)
-class _Template:
-    """An org statement's SQL text and, per position, what fills it: the batch's uids or
-    old images (`UIDS`, `IMAGES`), or a constant of the statement (the classes' org, their
-    row policies' values)."""
-
-    sql: str
-    slots: tuple[tuple[str | None, Any], ...]
-
-
 UIDS, IMAGES = "uids", "images"
-MAX_STATEMENTS = 4096  # per table: org statements kept (one per org and class set, x3 shapes)
-_DIALECT = asyncpg_dialect.dialect()
-_DIALECT.label_length = 127  # as plan/runner.py's StatementCache: names are up to 63 chars
 K, DPOS = "_k", "_dpos"  # no column can be named so (names start with a letter)
 
 
@@ -239,19 +227,14 @@ async def _visibility(connect: Connect, snapshot: AppSnapshot, table: CompiledTa
         statement = _statement(table, classes, memo.decisions, uids, images)
         rows: Sequence[Any] = (await (await connect()).execute(statement)).mappings().all()
     else:
-        shape = (tuple(cls.key for cls in classes), bool(uids), bool(deletes))
-        template = memo.statements.get(shape)
-        if template is None:
-            template = _template(_statement(table, classes, memo.decisions, uids, images),
-                                 snapshot)
-            memo.statements[shape] = template
-            if len(memo.statements) > MAX_STATEMENTS:
-                memo.statements.popitem(last=False)
-        else:
-            memo.statements.move_to_end(shape)
-        values = {UIDS: uids, IMAGES: images}
-        rows = await raw.fetch(template.sql, *[
-            constant if slot is None else values[slot] for slot, constant in template.slots])
+        sql, args = memo.statements.sql_and_args(
+            snapshot.version, _shaped(table, classes, memo.decisions, uids, images))
+        # The text names the app and its catalog version: asyncpg keeps a connection's
+        # prepared statements by their text, and PostgreSQL does not re-plan a prepared
+        # `jsonb_populate_record(NULL::<table>, ...)` when the table's row type changes (a
+        # column's new type, or the table dropped and made again fails it: "function in FROM
+        # has unsupported return type"). Every such change bumps the version.
+        rows = await raw.fetch(f"/* feed {snapshot.uid} v{snapshot.version} */ {sql}", *args)
     visible: dict[tuple[int, Any], Any] = {}
     gone: set[tuple[int, int]] = set()
     for row in rows:
@@ -283,26 +266,20 @@ def _statement(table: CompiledTable, classes: Sequence[ReadClass],
     return branches[0] if len(branches) == 1 else union_all(*branches)
 
 
-def _template(statement: Any, snapshot: AppSnapshot) -> _Template:
-    """Compile once; tell the batch's slots (uids, images) from the statement's constants.
-
-    The text names the app and its catalog version in a comment. asyncpg keeps a connection's
-    prepared statements by their text, and PostgreSQL does not re-plan a prepared
-    `jsonb_populate_record(NULL::<table>, ...)` when the table's row type changes: a column's
-    new type, or the table dropped and made again, fails it ("function in FROM has
-    unsupported return type"). Every such change bumps the version, so the text changes too."""
-    compiled = statement.compile(dialect=_DIALECT)
-    values = compiled.construct_params(escape_names=False)
-    slots: list[tuple[str | None, Any]] = []
-    for name in compiled.positiontup or ():  # rendered names: ours are `uids3`, `images3`
-        if name.startswith(UIDS) and name[len(UIDS):].isdigit():
-            slots.append((UIDS, None))
-        elif name.startswith(IMAGES) and name[len(IMAGES):].isdigit():
-            slots.append((IMAGES, None))
-        else:
-            slots.append((None, values[name]))
-    return _Template(f"/* feed {snapshot.uid} v{snapshot.version} */ {compiled.string}",
-                     tuple(slots))
+def _shaped(table: CompiledTable, classes: Sequence[ReadClass],
+            decisions: Mapping[Hashable, Decision | None], uids: list[Any],
+            images: list[dict[str, Any]] | None) -> Shaped:
+    """The org statement by shape: its text depends only on the classes (whose org and
+    policy values are its constants) and on which of uids and images it has; those two fill
+    one parameter per branch."""
+    params: dict[str, Any] = {}
+    for i in range(len(classes)):
+        if uids:
+            params[f"{UIDS}{i}"] = uids
+        if images is not None:
+            params[f"{IMAGES}{i}"] = images
+    return Shaped((tuple(cls.key for cls in classes), bool(uids), images is not None), params,
+                  lambda: _statement(table, classes, decisions, uids, images), own_binds=False)
 
 
 def _deleted_branch(table: CompiledTable, i: int, images: list[dict[str, Any]],
