@@ -32,6 +32,7 @@ from authoric.http.admin_audit import AdminAudit
 from authoric.http.context import Services
 from authoric.http.cors import AppCors, app_origins
 from authoric.http.errors import install_error_handlers
+from authoric.http.front import Platform
 from authoric.http.limits import BodyLimit, RoundTripHeader, UrlLimit
 from authoric.http.observe import Observe
 from authoric.http.table_route import TableRoutes
@@ -113,10 +114,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # FastAPI's own OpenTelemetry hooks are off: Authoric has its metrics and logs
     # (observability/), and asking OpenTelemetry for providers read the environment on every
     # request.
-    app = FastAPI(title="Authoric platform API", version="0.1.0", lifespan=lifespan,
-                  docs_url="/docs", redoc_url=None,
-                  telemetry={"tracing": False, "metrics": False, "logs": False,
-                             "operation_spans": False})
+    app = Platform(title="Authoric platform API", version="0.1.0", lifespan=lifespan,
+                   docs_url="/docs", redoc_url=None,
+                   telemetry={"tracing": False, "metrics": False, "logs": False,
+                              "operation_spans": False})
     app.state.metrics = counted
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes,
@@ -126,17 +127,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AdminAudit)
     app.add_middleware(Observe, metrics=counted)
     app.add_middleware(AppCors, origins_of=app_origins)  # outermost: 413s get CORS headers too
-    # Routes are matched in order, one pattern after another: the table routes, the ones a
-    # request mostly takes, come first. Streams precede them (`.../subscribe` is not a row uid).
-    # Routes are matched in order, one pattern after another: the table routes, the ones a
-    # request mostly takes, come first. Streams precede them (`.../subscribe` is not a row uid).
+    # Routes are matched in order, one pattern after another. Streams precede the table routes
+    # (`.../subscribe` is not a row uid).
     routers = (subscribe.router, autocrud.router, health.router, metrics.router, admin.router,
                console.router, console_static.router, openapi.router, sessions.router)
     for router in routers:
         app.include_router(router)
-    # Ahead of all of them, the table routes by one path split (http/table_route.py); the
-    # autocrud router above still declares them, documents them and serves what this skips.
-    app.router.routes.insert(0, TableRoutes(autocrud.router, routers))
+    # Ahead of the whole stack, table requests by one path split (http/table_route.py), served
+    # by one layer that does what the middlewares above do for them (http/front.py); the
+    # autocrud router still declares them, documents them and serves what the split leaves.
+    app.front = (TableRoutes(autocrud.router, routers), counted, app_origins,
+                 settings.max_body_bytes)
     return app
 
 

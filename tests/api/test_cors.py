@@ -9,6 +9,7 @@ tests read the headers a browser would read.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,36 @@ def test_page_on_an_allowed_origin_reads_rows_errors_and_csv_with_the_cors_heade
             "Retry-After, Content-Disposition")
         assert "access-control-allow-credentials" not in response.headers
     assert "attachment" in exported.headers["content-disposition"]
+
+
+@pytest.mark.parametrize("refusal", ["url_too_long", "body_declared_too_large",
+                                     "body_streamed_too_large"])
+def test_page_on_an_allowed_origin_can_read_a_table_routes_refusal_at_the_edge(
+        site: AppWorld, refusal: str) -> None:
+    """Refused before any route runs (http/front.py serves table requests in one layer): the
+    page still gets the CORS headers, so the browser lets it read the error, and the request
+    id, so an operator can find it."""
+    clerk = site.caller(site.org("Northwind"), ["clerk"])
+    headers = {"Origin": ALLOWED, "Content-Type": "application/json",
+               "X-Request-ID": f"page-{refusal}"}
+    over = json.dumps({"number": "x" * 1_100_000}).encode()  # the default limit is 1 MiB
+    if refusal == "url_too_long":
+        response = clerk.get(site.rows("invoices"), params={"number": "x" * 9000},
+                             headers=headers)
+        status, code = 400, "BAD_REQUEST"
+    elif refusal == "body_declared_too_large":
+        response = clerk.post(site.rows("invoices"), content=over, headers=headers)
+        status, code = 413, "PAYLOAD_TOO_LARGE"
+    else:
+        response = clerk.post(site.rows("invoices"),
+                              content=(over[i:i + 65536] for i in range(0, len(over), 65536)),
+                              headers=headers)
+        status, code = 413, "PAYLOAD_TOO_LARGE"
+    expect(response, status, code)
+    assert response.headers["access-control-allow-origin"] == ALLOWED
+    assert "origin" in response.headers["vary"].lower()
+    assert response.headers["x-request-id"] == f"page-{refusal}"
+    assert expect(clerk.get(site.rows("invoices")), 200)["items"] == []
 
 
 def test_page_on_an_allowed_origin_gets_the_cors_headers_on_its_event_stream(

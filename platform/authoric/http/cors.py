@@ -69,6 +69,29 @@ def route_methods(routes: Sequence[BaseRoute], path: str) -> list[str]:
     return found
 
 
+async def allowed_origin(scope: Scope, origins_of: OriginsOf) -> str | None:
+    """The request's Origin when the app it opens allows it; else None (no CORS header)."""
+    origin = None
+    for name, value in scope["headers"]:
+        if name == b"origin":
+            origin = value.decode("latin-1")
+            break
+    ref = app_of(scope["path"]) if origin else None
+    if origin is None or ref is None or not origin_allowed(origin, await origins_of(scope, ref)):
+        return None
+    return origin
+
+
+def add_cors_headers(message: Message, origin: str) -> None:
+    """Add an actual response's CORS headers to its `http.response.start` message."""
+    out = MutableHeaders(scope=message)
+    for name, value in response_headers(origin).items():
+        if name == "Vary":
+            out.add_vary_header(value)
+        else:
+            out[name] = value
+
+
 class AppCors:
     """ASGI middleware: per-app CORS; `origins_of(scope, app)` gives the app's allowed list."""
 
@@ -79,14 +102,11 @@ class AppCors:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
-        origin = headers.get("origin")
-        ref = app_of(scope["path"]) if origin else None
-        if origin is None or ref is None or not origin_allowed(
-                origin, await self.origins_of(scope, ref)):
+        origin = await allowed_origin(scope, self.origins_of)
+        if origin is None:
             await self.app(scope, receive, send)  # no CORS header for anyone else
             return
-        if scope["method"] == "OPTIONS" and "access-control-request-method" in headers:
+        if scope["method"] == "OPTIONS" and "access-control-request-method" in Headers(scope=scope):
             methods = route_methods(scope["app"].router.routes, scope["path"])
             if methods:
                 await Response(status_code=204, headers=preflight_headers(origin, methods))(
@@ -95,12 +115,7 @@ class AppCors:
 
         async def with_cors(message: Message) -> None:
             if message["type"] == "http.response.start":
-                out = MutableHeaders(scope=message)
-                for name, value in response_headers(origin).items():
-                    if name == "Vary":
-                        out.add_vary_header(value)
-                    else:
-                        out[name] = value
+                add_cors_headers(message, origin)
             await send(message)
 
         await self.app(scope, receive, with_cors)

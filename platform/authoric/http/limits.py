@@ -36,22 +36,61 @@ def refuse_nul(raw: bytes, value: Any) -> None:
                                {"reason": "nul_character", "field": path.replace("\x00", "\\u0000")})
 
 
+def url_refusal(scope: Scope) -> BadRequest | None:
+    """400 for a URL (path + query) over MAX_URL_BYTES: longer filters belong in fewer terms,
+    and a bound here keeps parsing cheap for every route."""
+    size = len(scope.get("raw_path") or scope["path"].encode()) + len(scope.get("query_string", b""))
+    if size <= MAX_URL_BYTES:
+        return None
+    return BadRequest(f"the URL is over {MAX_URL_BYTES} bytes",
+                      {"limit": MAX_URL_BYTES, "reason": "url_too_long"})
+
+
+def declared_over(scope: Scope, limit: int) -> bool:
+    """Whether the request's Content-Length alone is over `limit` (413 before reading)."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            return value.isdigit() and int(value) > limit
+    return False
+
+
+def limited(receive: Receive, limit: int) -> Receive:
+    """`receive`, raising PayloadTooLarge once the body read so far is over `limit` bytes."""
+    seen = 0
+
+    async def counted() -> Message:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise PayloadTooLarge(f"the body is over {limit} bytes", {"limit": limit})
+        return message
+
+    return counted
+
+
+def counting_round_trips() -> bool:
+    """AUTHORIC_TEST_COUNT_ROUND_TRIPS=1 (tests only): responses say how many statements
+    their request sent to PostgreSQL, in `X-Authoric-Round-Trips`."""
+    return os.environ.get(COUNT_FLAG) == "1"
+
+
+def round_trips_header(counter: list[int]) -> tuple[bytes, bytes]:
+    return (b"x-authoric-round-trips", str(counter[0]).encode())
+
+
 class UrlLimit:
-    """Refuse a URL (path + query) over MAX_URL_BYTES with 400 BAD_REQUEST: longer filters
-    belong in fewer terms, and a bound here keeps parsing cheap for every route."""
+    """Refuse a URL over MAX_URL_BYTES with 400 BAD_REQUEST (`url_refusal`)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            size = len(scope.get("raw_path") or scope["path"].encode()) + len(
-                scope.get("query_string", b""))
-            if size > MAX_URL_BYTES:
-                await _send_error(send, BadRequest(
-                    f"the URL is over {MAX_URL_BYTES} bytes",
-                    {"limit": MAX_URL_BYTES, "reason": "url_too_long"}))
-                return
+        refusal = url_refusal(scope) if scope["type"] == "http" else None
+        if refusal is not None:
+            await send_error(send, refusal)
+            return
         await self.app(scope, receive, send)
 
 
@@ -61,7 +100,7 @@ class RoundTripHeader:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.enabled = os.environ.get(COUNT_FLAG) == "1"
+        self.enabled = counting_round_trips()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self.enabled or scope["type"] != "http":
@@ -72,9 +111,8 @@ class RoundTripHeader:
 
         async def counted(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                headers.append((b"x-authoric-round-trips", str(counter[0]).encode()))
-                message = {**message, "headers": headers}
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  round_trips_header(counter)]}
             await send(message)
 
         try:
@@ -94,21 +132,10 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         limit = self.import_limit if scope["path"].endswith("/import") else self.limit
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _refuse(send, limit)
+        if declared_over(scope, limit):
+            await refuse_body(send, limit)
             return
-        seen = 0
         started = False
-
-        async def counted() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise PayloadTooLarge(f"the body is over {limit} bytes", {"limit": limit})
-            return message
 
         async def tracked(message: Message) -> None:
             nonlocal started
@@ -116,17 +143,18 @@ class BodyLimit:
             await send(message)
 
         try:
-            await self.app(scope, counted, tracked)
+            await self.app(scope, limited(receive, limit), tracked)
         except PayloadTooLarge:
             if not started:
-                await _refuse(send, limit)
+                await refuse_body(send, limit)
 
 
-async def _refuse(send: Send, limit: int) -> None:
-    await _send_error(send, PayloadTooLarge(f"the body is over {limit} bytes", {"limit": limit}))
+async def refuse_body(send: Send, limit: int) -> None:
+    await send_error(send, PayloadTooLarge(f"the body is over {limit} bytes", {"limit": limit}))
 
 
-async def _send_error(send: Send, error: AuthoricError) -> None:
+async def send_error(send: Send, error: AuthoricError) -> None:
+    """Answer with `error` from the edge, before any route ran."""
     body = json.dumps(error_body(error)).encode()
     headers: list[Any] = [(b"content-type", b"application/json"),
                           (b"content-length", str(len(body)).encode()), (b"connection", b"close")]

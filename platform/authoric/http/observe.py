@@ -45,24 +45,48 @@ def route_label(scope: Scope) -> str:
     return UNMATCHED
 
 
-class Observe:
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app, self.metrics = app, metrics
+class RequestLog:
+    """A request's id, metrics and access line, begun and finished by whoever serves it: the
+    `Observe` middleware, or the table requests' own edge (http/front.py)."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
         # Ids need to be unique, not secret: a random per-process prefix and a counter cost
         # a fraction of uuid4's urandom call.
         self._prefix = secrets.token_hex(8)
         self._serial = itertools.count(1)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    def begin(self, scope: Scope) -> tuple[bytes, bytes]:
+        """Start a request: its id, set for the logs, as the response header to add."""
         rid = incoming_id(scope) or f"{self._prefix}{next(self._serial):08x}"
         # Not reset afterwards: each request runs in its own task (its own context copy), and
         # the outer 500 handler, which runs after this middleware has returned, needs it.
         request_id.set(rid)
-        header = (HEADER, rid.encode())
+        self.metrics.in_flight.inc()
+        return (HEADER, rid.encode())
+
+    def finish(self, scope: Scope, status: int, started: float) -> None:
+        self.metrics.in_flight.dec()
+        seconds = time.perf_counter() - started
+        route = route_label(scope)
+        method = scope["method"] if scope["method"] in METHODS else "OTHER"
+        self.metrics.request(route, method, status, seconds)
+        if access.isEnabledFor(logging.INFO):
+            access.info("%s %s %d", scope["method"], route, status, extra={
+                "method": scope["method"], "route": route, "path": scope["path"],
+                "status": status, "durationMs": round(seconds * 1000, 2)})
+
+
+class Observe:
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app, self.log = app, RequestLog(metrics)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         started = time.perf_counter()
+        header = self.log.begin(scope)
         status = 500
 
         async def send_with_id(message: Message) -> None:
@@ -72,16 +96,7 @@ class Observe:
                 message["headers"] = [*message.get("headers", ()), header]
             await send(message)
 
-        self.metrics.in_flight.inc()
         try:
             await self.app(scope, receive, send_with_id)
         finally:
-            self.metrics.in_flight.dec()
-            seconds = time.perf_counter() - started
-            route = route_label(scope)
-            method = scope["method"] if scope["method"] in METHODS else "OTHER"
-            self.metrics.request(route, method, status, seconds)
-            if access.isEnabledFor(logging.INFO):
-                access.info("%s %s %d", scope["method"], route, status, extra={
-                    "method": scope["method"], "route": route, "path": scope["path"],
-                    "status": status, "durationMs": round(seconds * 1000, 2)})
+            self.log.finish(scope, status, started)
