@@ -8,13 +8,13 @@ Each route runs its gate and hands a `StreamRequest` to the one stream implement
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse
-from sse_starlette.event import ensure_bytes
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -25,11 +25,34 @@ from authoric.http.admin import require_admin
 from authoric.http.autocrud import governed
 from authoric.http.context import services
 from authoric.http.lean import LeanRoute
-from authoric.observability.metrics import metered_frames
+from authoric.observability.metrics import Metrics
 from authoric.plan.request import parse_expand
 from authoric.realtime.stream import Stream, StreamRequest
 from authoric.records.expand import expansion_tree
 from authoric.records.gate import admit
+
+BODY_SEND = "authoric.body_send"  # the scope's key for the server's own `send`
+
+
+class BodySend:
+    """Outside every middleware (app.py): the server's own `send`, kept in the scope for the
+    stream responses' frames.
+
+    A stream's `http.response.start` goes through the middlewares as any response's does
+    (CORS headers, the request id, the status its metrics record); its frames then skip them.
+    For a stream (a GET) every middleware here looks at the start message only and passes body
+    messages on as they are (the admin audit holds the bodies of admin writes only), so
+    skipping them changes nothing on the wire, and a frame costs one call where it cost five
+    or six. A middleware that rewrote bodies (compression, say) would have to leave streams
+    alone, or this be given up."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope[BODY_SEND] = send
+        await self.app(scope, receive, send)
 
 
 def serve_stream(handler: Callable[[Request], Awaitable[EventSourceResponse]]) -> ASGIApp:
@@ -93,8 +116,8 @@ _open: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Open] = weakref.Wea
 
 
 class StreamResponse(EventSourceResponse):
-    """sse-starlette's response (its headers and frame encoding) served by the request's own
-    task instead of sse-starlette's task group.
+    """sse-starlette's response (its headers) served by the request's own task instead of
+    sse-starlette's task group.
 
     sse-starlette runs each stream in an anyio task group of three tasks (the stream, the
     exit signal, the disconnect listener), each with its cancel scope and events, and a
@@ -103,10 +126,17 @@ class StreamResponse(EventSourceResponse):
     small task per stream waits on `receive()` for the disconnect, and one task per process
     for the shutdown signal. Either cancels the request's task, as the task group's cancel
     scope did: the frames generator ends (unregistering the stream, releasing its lease),
-    and on shutdown the body is closed cleanly so the client sees the end of the stream."""
+    and on shutdown the body is closed cleanly so the client sees the end of the stream.
 
-    def __init__(self, stream: Stream, content: AsyncIterator[bytes]) -> None:
-        super().__init__(content, ping=0, sep="\n")
+    Each chunk of frames the stream yields (already encoded, everything queued in one chunk)
+    goes out in one `send`, straight to the server (`BodySend`), and is counted in plain
+    numbers (observability/metrics.py, `FeedTally`): open streams, frames by type, the
+    `delivered` latency, and why the server ended the stream."""
+
+    def __init__(self, stream: Stream, metrics: Metrics) -> None:
+        self.frames = stream.frames()
+        super().__init__(self.frames, ping=0, sep="\n")
+        self.metrics = metrics
         # Every stream sends the same headers: one list for all (each send copies it, as
         # middlewares add theirs to the message's list).
         self.raw_headers = _HEADERS.setdefault(tuple(self.raw_headers), self.raw_headers)
@@ -136,16 +166,23 @@ class StreamResponse(EventSourceResponse):
         if registry is None:
             registry = _open[loop] = _Open()
         listener = loop.create_task(self._listen(receive))
-        frames = self.body_iterator
+        frames = self.frames
+        stream, metrics = self.stream, self.metrics
+        tally = metrics.feed
+        body_send = scope.get(BODY_SEND, send)
         self._task = task
         registry.add(self)
+        metrics.streams_open.inc()
         try:
+            # The start through the middlewares (CORS, request id, status), the frames past.
             await send({"type": "http.response.start", "status": self.status_code,
                         "headers": list(self.raw_headers)})
             self._response_started = True
-            async for data in frames:
-                await send({"type": "http.response.body", "body": ensure_bytes(data, self.sep),
-                            "more_body": True})
+            async for chunk in frames:
+                tally.count_frames(chunk)
+                await body_send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if stream.written:  # live frames, just written to the socket
+                    tally.delivered(stream.written, time.time())
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             self._response_complete = True
         except asyncio.CancelledError:
@@ -161,7 +198,10 @@ class StreamResponse(EventSourceResponse):
                 await aclose()
             # Unregistered and its lease released however it ended, even before its frames
             # started (idempotent: the frames generator does it too).
-            self.stream.close()
+            stream.close()
+            if stream.sub.closed:
+                metrics.streams_closed.labels(stream.sub.reason or "unknown").inc()
+            metrics.streams_open.dec()
         if self._ended_by == "shutdown" and self._response_started and not self._response_complete:
             # The end of the body, so the client sees the stream end rather than break.
             try:
@@ -215,7 +255,7 @@ async def event_stream(request: Request, req: StreamRequest) -> StreamResponse:
             raise
     # The stream closes (and releases its lease) however its frames end; the response closes
     # it too, in case it ended before the frames started.
-    return StreamResponse(stream, metered_frames(request.app.state.metrics, stream))
+    return StreamResponse(stream, request.app.state.metrics)
 
 
 @router.get("/{app}/autocrud/{table}/subscribe", response_model=None)

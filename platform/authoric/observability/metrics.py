@@ -7,13 +7,20 @@ Counted as things happen, in this process (cheap: an increment each):
 - the request path's asyncpg pool: its size, connections in use and callers waiting, sampled
   once a second (`sample_request_pool`), so that counting costs a request nothing;
 - open SSE streams, frames sent by type, streams closed by reason (`overflow`: dropped for a
-  slow reader), through `metered_frames` around each stream;
+  slow reader), counted by each stream's response (http/subscribe.py);
 - the feed's latency (`authoric_feed_latency_seconds`), by stage: `delivered`, from the
   change's write (the change log's `created_at`: its transaction's start, so a long SQL
   transaction counts its own duration too) to the socket write, once per delivery; and,
   once per change this process fans out, `read` (written → read by the source, the
   sequencer's stamping included) and `judge` (read → judged for every read class);
 - login throttle hits (429 on the token routes).
+
+The feed's figures (frames by type, the latency stages) are counted in plain numbers
+(`FeedTally`) and added to the prometheus metrics when they are published: at each scrape this
+process answers, once a second (`sample_request_pool`), and when the process ends. A delivery
+costs a few additions instead of a label lookup and three updates of the shared files, each
+under a lock (docs/realtime.md, "Delivery cost"); with several workers, another worker's
+figures show at most a second late.
 
 Read from the database when scraped (the same for every process, so any worker may answer):
 sequencer lag (committed, unstamped changes), change-log rows (PostgreSQL's estimate, free to
@@ -29,8 +36,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
-from collections.abc import AsyncIterator, Iterable
+from bisect import bisect_left
+from collections.abc import Iterable
 from typing import Any
 
 import asyncpg
@@ -40,8 +47,6 @@ from prometheus_client.multiprocess import MultiProcessCollector, mark_process_d
 from prometheus_client.registry import Collector
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
-
-from authoric.realtime.stream import Stream
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
@@ -61,6 +66,55 @@ SELECT (SELECT count(*) FROM authoric.changes WHERE pos IS NULL) AS unstamped,
        (SELECT max(pos) FROM authoric.changes) AS head,
        (SELECT min(pos) FROM authoric.changes) AS oldest
 """
+
+
+class FeedTally:
+    """The feed's counts since they were last taken, in plain numbers: frames sent by kind, and
+    per latency stage the observations by bucket (`bounds`: the histogram's, +Inf last; an
+    observation counts in the first bound it does not exceed) and their sum."""
+
+    __slots__ = ("bounds", "buckets", "frames", "seconds")
+
+    def __init__(self, bounds: Iterable[float]) -> None:
+        self.bounds = [*bounds, float("inf")]
+        self.frames: dict[str, int] = {}
+        self.buckets: dict[str, list[int]] = {}
+        self.seconds: dict[str, float] = {}
+
+    def count_frames(self, chunk: bytes) -> None:
+        """The frames of one SSE chunk, by kind (FRAME_MARKS; `change`: every other)."""
+        total = chunk.count(b"\n\n")
+        frames = self.frames
+        if total == 1 and chunk.startswith(b"id:"):  # one change (no mark starts so)
+            frames["change"] = frames.get("change", 0) + 1
+            return
+        for kind, mark in FRAME_MARKS.items():
+            n = chunk.count(mark) if total > 1 else int(chunk.startswith(mark))
+            if n:
+                frames[kind] = frames.get(kind, 0) + n
+                total -= n
+        if total > 0:
+            frames["change"] = frames.get("change", 0) + total
+
+    def observe(self, stage: str, seconds: float) -> None:
+        """One latency of `stage` (at least 0)."""
+        seconds = max(0.0, seconds)
+        buckets = self.buckets.get(stage)
+        if buckets is None:
+            buckets = self.buckets[stage] = [0] * len(self.bounds)
+        buckets[bisect_left(self.bounds, seconds)] += 1
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+
+    def delivered(self, written: list[float], now: float) -> None:
+        """A `delivered` latency per live frame written at `now`: `now - at`, at least 0."""
+        for at in written:
+            self.observe("delivered", now - at)
+
+    def take(self) -> tuple[dict[str, int], dict[str, list[int]], dict[str, float]]:
+        """What was counted since the last call, leaving every count at zero."""
+        taken = (self.frames, self.buckets, self.seconds)
+        self.frames, self.buckets, self.seconds = {}, {}, {}
+        return taken
 
 
 def multiprocess_dir() -> str | None:
@@ -115,6 +169,9 @@ class Metrics:
             "to its read by the source and to its judging, per change (read, judge)",
             ["stage"], buckets=FEED_BUCKETS, registry=r)
         self._stages = {stage: self.feed_latency.labels(stage) for stage in FEED_STAGES}
+        # Frames and feed latencies, counted in plain numbers; `publish` adds them to `frames`
+        # and `feed_latency`.
+        self.feed = FeedTally(FEED_BUCKETS)
         self.throttled = Counter("authoric_login_throttled",
                                  "token and refresh requests refused with 429", registry=r)
         self._children: dict[tuple[str, str, int], Any] = {}
@@ -151,9 +208,11 @@ class Metrics:
         event.listen(pool, "checkin", checked_in)
 
     async def sample_request_pool(self, pool: asyncpg.Pool, every: float = 1.0) -> None:
-        """Set the request pool's gauges every `every` seconds, until cancelled."""
+        """Set the request pool's gauges and publish the feed's figures every `every` seconds,
+        until cancelled."""
         while True:
             self.sample_pool_once(pool)
+            self.publish()
             await asyncio.sleep(every)
 
     def sample_pool_once(self, pool: asyncpg.Pool) -> None:
@@ -166,25 +225,25 @@ class Metrics:
         self.request_pool_waiting.set(len(getattr(queue, "_getters", ()) or ()))
 
     def feed_stage(self, stage: str, seconds: float) -> None:
-        self._stages[stage].observe(max(0.0, seconds))
+        self.feed.observe(stage, seconds)
 
-    def delivered(self, written: list[float], now: float) -> None:
-        observe = self._stages["delivered"].observe
-        for at in written:
-            observe(max(0.0, now - at))
-
-    def count_frames(self, chunk: bytes) -> None:
-        total = chunk.count(b"\n\n")
-        for kind, mark in FRAME_MARKS.items():
-            n = chunk.count(mark) if total > 1 else int(chunk.startswith(mark))
-            if n:
-                self.frames.labels(kind).inc(n)
-                total -= n
-        if total > 0:
-            self.frames.labels("change").inc(total)
+    def publish(self) -> None:
+        """Add the feed's figures counted since the last call to the prometheus metrics."""
+        frames, buckets, seconds = self.feed.take()
+        for kind, n in frames.items():
+            self.frames.labels(kind).inc(n)
+        for stage, counts in buckets.items():
+            # The histogram child's own values, which its `observe` adds to: the sum, and one
+            # value per bucket (prometheus-client keeps them per bucket, not cumulative).
+            child = self._stages[stage]
+            child._sum.inc(seconds[stage])
+            for value, n in zip(child._buckets, counts, strict=True):
+                if n:
+                    value.inc(n)
 
     def process_ended(self) -> None:
         """Drop this process's live gauges (open streams, pool) from the shared files."""
+        self.publish()  # counters outlive the process in the shared files
         if multiprocess_dir():
             mark_process_dead(os.getpid())
 
@@ -192,6 +251,7 @@ class Metrics:
 
     def render(self, db: dict[str, Any], relay_position: int) -> bytes:
         """The exposition text: counted metrics (all workers') + the scrape-time figures."""
+        self.publish()
         path = multiprocess_dir()
         if path:
             counted = CollectorRegistry(auto_describe=True)
@@ -227,17 +287,3 @@ class _Figures(Collector):
                                 "the oldest position still kept (0: none)",
                                 value=int(self.db["oldest"] or 0))
 
-
-async def metered_frames(metrics: Metrics, stream: Stream) -> AsyncIterator[bytes]:
-    """`stream.frames()`, counted: open streams, frames by type, and why the server ended it."""
-    metrics.streams_open.inc()
-    try:
-        async for chunk in stream.frames():
-            metrics.count_frames(chunk)
-            yield chunk
-            if stream.written:  # live frames, just written to the socket
-                metrics.delivered(stream.written, time.time())
-    finally:
-        metrics.streams_open.dec()
-        if stream.sub.closed:
-            metrics.streams_closed.labels(stream.sub.reason or "unknown").inc()

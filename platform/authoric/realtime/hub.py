@@ -57,6 +57,8 @@ class Subscriber:
     (0: no bound); one more ends the stream with `overflow`. It is a deque made at the first
     delivery and dropped when the stream takes it, plus one future while the stream waits:
     an idle stream holds neither (an asyncio.Queue holds four deques, ~3 KiB, per stream).
+    The stream's next ping or expiry is one timer, kept across deliveries until it rings or
+    the deadline moves (not one timer armed and cancelled per delivery).
     """
 
     app_uid: uuid.UUID
@@ -69,6 +71,8 @@ class Subscriber:
     reason: str = ""
     _items: deque[Frame] | None = field(default=None, init=False, repr=False)
     _waiter: asyncio.Future[None] | None = field(default=None, init=False, repr=False)
+    _timer: asyncio.TimerHandle | None = field(default=None, init=False, repr=False)
+    _until: float = field(default=0.0, init=False, repr=False)
 
     def offer(self, item: Frame) -> None:
         if self.closed:
@@ -90,20 +94,34 @@ class Subscriber:
         self._items = deque((CLOSE,))
         self._wake()
 
-    async def wait(self, seconds: float) -> None:
-        """Until a frame is queued, or `seconds` have passed (whichever comes first)."""
+    async def wait(self, until: float) -> None:
+        """Until a frame is queued, or `time.time()` reaches `until` (whichever comes first)."""
         if self._items:
             return
         loop = asyncio.get_running_loop()
+        if self._timer is None or self._until != until:
+            # A timer that wakes whichever wait is on, not asyncio.timeout: no Timeout object,
+            # no TimeoutError raised per ping, and a cancel (disconnect, shutdown) is never
+            # swallowed. Waits until the same deadline share it.
+            if self._timer is not None:
+                self._timer.cancel()
+            self._until = until
+            self._timer = loop.call_later(until - time.time(), self._ring)
         waiter = self._waiter = loop.create_future()
-        # A timer on the future, not asyncio.timeout: no Timeout object, no TimeoutError
-        # raised per ping, and a cancel (disconnect, shutdown) is never swallowed.
-        timer = loop.call_later(seconds, _resolve, waiter)
         try:
             await waiter
         finally:
-            timer.cancel()
             self._waiter = None
+
+    def stop_timer(self) -> None:
+        """The stream has ended: no more wake-ups."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _ring(self) -> None:
+        self._timer = None
+        self._wake()
 
     def take(self) -> deque[Frame] | None:
         """Every frame queued, in order (None: none), leaving the mailbox empty."""

@@ -83,6 +83,7 @@ class Stream:
         """Unregister and release the lease (idempotent): the stream ended, or its response
         never started."""
         self.hub.remove(self.sub)
+        self.sub.stop_timer()
         if self.lease is not None:
             self.lease.release()
 
@@ -107,7 +108,7 @@ class Stream:
                 if now >= next_ping:
                     yield PING
                     next_ping = now + ping_every
-                await sub.wait(min(next_ping, expires) - now)
+                await sub.wait(min(next_ping, expires))
                 items = sub.take()
                 if items is None:
                     continue  # a ping or the token's expiry is due
