@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from starlette.types import ASGIApp
 
 from authoric import clock
 from authoric.auth.ratelimit import RateLimiter
@@ -33,10 +32,9 @@ from authoric.http.admin_audit import AdminAudit
 from authoric.http.context import Services
 from authoric.http.cors import AppCors, app_origins
 from authoric.http.errors import install_error_handlers
-from authoric.http.front import Platform, TableFront
+from authoric.http.front import Platform
 from authoric.http.limits import BodyLimit, RoundTripHeader, UrlLimit
 from authoric.http.observe import Observe
-from authoric.http.subscribe import BodySend
 from authoric.http.table_route import TableRoutes
 from authoric.observability.metrics import Metrics
 from authoric.plan.runner import open_pool
@@ -63,18 +61,6 @@ def settle_collector() -> None:
     gc.freeze()
     _, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, middle, old)
-
-
-class Authoric(Platform):
-    def build_middleware_stack(self) -> ASGIApp:
-        # Outside every middleware of the full stack, Starlette's error middleware included:
-        # the server's own `send`, for the streams' frames (http/subscribe.py, `BodySend`).
-        # Table requests, served in front of that stack (http/front.py), do not pass it.
-        stack = super().build_middleware_stack()
-        if isinstance(stack, TableFront):
-            stack.full = BodySend(stack.full)
-            return stack
-        return BodySend(stack)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -128,7 +114,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # FastAPI's own OpenTelemetry hooks are off: Authoric has its metrics and logs
     # (observability/), and asking OpenTelemetry for providers read the environment on every
     # request.
-    app = Authoric(title="Authoric platform API", version="0.1.0", lifespan=lifespan,
+    app = Platform(title="Authoric platform API", version="0.1.0", lifespan=lifespan,
                    docs_url="/docs", redoc_url=None,
                    telemetry={"tracing": False, "metrics": False, "logs": False,
                               "operation_spans": False})

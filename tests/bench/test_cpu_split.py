@@ -4,7 +4,6 @@ backend cost."""
 from __future__ import annotations
 
 import pytest
-
 from bench.cpu_split import split
 
 

@@ -44,6 +44,7 @@ from authoric.http.limits import (
     url_refusal,
 )
 from authoric.http.observe import RequestLog
+from authoric.http.subscribe import BodySend
 from authoric.http.table_route import TableRoutes
 from authoric.observability.metrics import Metrics
 from authoric.plan.runner import round_trips
@@ -114,12 +115,15 @@ class TableFront:
 
 
 class Platform(FastAPI):
-    """FastAPI, with table requests served by `TableEdge` once `front` is set."""
+    """FastAPI, with table requests served by `TableEdge` once `front` is set, and streams'
+    frames sent past the full stack's middlewares (`BodySend`, http/subscribe.py)."""
 
     front: tuple[TableRoutes, Metrics, OriginsOf, int] | None = None
 
     def build_middleware_stack(self) -> ASGIApp:
-        full = super().build_middleware_stack()
+        # Outside every middleware of the full stack, Starlette's error middleware included:
+        # the server's own `send`, for the streams' frames. Table requests do not pass it.
+        full = BodySend(super().build_middleware_stack())
         if self.front is None:
             return full
         tables, metrics, origins_of, limit = self.front

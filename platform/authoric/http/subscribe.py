@@ -35,7 +35,7 @@ BODY_SEND = "authoric.body_send"  # the scope's key for the server's own `send`
 
 
 class BodySend:
-    """Outside every middleware (app.py): the server's own `send`, kept in the scope for the
+    """Outside every middleware (http/front.py): the server's own `send`, kept in the scope for the
     stream responses' frames.
 
     A stream's `http.response.start` goes through the middlewares as any response's does
