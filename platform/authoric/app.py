@@ -32,7 +32,7 @@ from authoric.http.admin_audit import AdminAudit
 from authoric.http.context import Services
 from authoric.http.cors import AppCors, app_origins
 from authoric.http.errors import install_error_handlers
-from authoric.http.front import Platform
+from authoric.http.front import Front, Platform
 from authoric.http.limits import BodyLimit, RoundTripHeader, UrlLimit
 from authoric.http.observe import Observe
 from authoric.http.table_route import TableRoutes
@@ -136,8 +136,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Ahead of the whole stack, table requests by one path split (http/table_route.py), served
     # by one layer that does what the middlewares above do for them (http/front.py); the
     # autocrud router still declares them, documents them and serves what the split leaves.
-    app.front = (TableRoutes(autocrud.router, routers), counted, app_origins,
-                 settings.max_body_bytes)
+    app.front = Front(TableRoutes(autocrud.router, routers), counted, app_origins,
+                      settings.max_body_bytes)
     return app
 
 

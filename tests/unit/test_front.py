@@ -7,9 +7,11 @@ import asyncio
 from typing import Any
 
 import pytest
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from authoric.http.front import TableFront
+from authoric.errors import InternalError
+from authoric.http.front import Front, Platform, TableFront
+from authoric.observability.metrics import Metrics
 from tests.unit.test_table_route import scope, table_routes
 
 
@@ -55,3 +57,27 @@ def test_a_clients_table_request_is_served_by_the_one_layer_with_its_route_and_p
 def test_every_other_request_goes_through_the_full_stack(method: str, path: str,
                                                          kind: str) -> None:
     assert served_by(method, path, kind)[0] == "full"
+
+
+def test_an_operator_adding_a_middleware_the_table_edge_does_not_know_gets_an_app_that_will_not_start(
+) -> None:
+    """A table request must not skip a middleware silently: the stack refuses to build (at the
+    lifespan's first call, so the server does not start) until TableEdge learns it."""
+
+    class Stamp:
+        def __init__(self, app: ASGIApp) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            await self.app(scope, receive, send)
+
+    app = Platform()
+    app.front = Front(table_routes(), Metrics(), no_origins, 1024)
+    app.build_middleware_stack()  # FastAPI's own layers only: fine
+    app.add_middleware(Stamp)
+    with pytest.raises(InternalError, match="Stamp"):
+        app.build_middleware_stack()
+
+
+async def no_origins(scope: Scope, ref: str) -> list[str]:
+    return []

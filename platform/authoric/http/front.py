@@ -6,7 +6,7 @@ and body-limit layers, the application's middlewares (CORS, request id and metri
 audit, round trips, URL and body limits), ExceptionMiddleware, FastAPI's exit-stack layer,
 then the router, which tries its routes in order. Each layer is a coroutine frame and most
 wrap `send` or `receive`: together they cost a table request a sixth of the worker's CPU
-(docs/benchmarks.md, "Table requests served by one layer").
+(docs/benchmarks.md, "Seventh session").
 
 `TableEdge` does, for a table request, what those layers do for it, with one `send` wrapper,
 calling the same functions the middlewares call (http/cors.py, http/observe.py,
@@ -16,6 +16,9 @@ answer by Starlette's own ServerErrorMiddleware. Errors the endpoint raises are 
 the application's exception handlers, which Starlette's `request_response` (inside
 `TableRoutes`) finds in the scope as ExceptionMiddleware would have put them there. The
 admin audit is the one middleware left out: it records only writes under `/admin/apps`.
+A middleware the application adds that is in neither list (`SERVED_BY_EDGE`,
+`NOT_FOR_TABLES`) stops the application from starting: table requests must not skip it
+silently, so the edge has to learn it first.
 
 Which requests are table requests is decided by `TableRoutes` (one path split and one
 lookup); whatever it does not take (HEAD, OPTIONS and so preflights, `.../subscribe`, a
@@ -25,16 +28,20 @@ trailing slash) goes to the full stack, as before.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from fastapi import FastAPI
 from starlette.middleware.errors import ServerErrorMiddleware
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from authoric.errors import PayloadTooLarge
-from authoric.http.cors import OriginsOf, add_cors_headers, allowed_origin
+from authoric.errors import InternalError, PayloadTooLarge
+from authoric.http.admin_audit import AdminAudit
+from authoric.http.cors import AppCors, OriginsOf, add_cors_headers, allowed_origin
 from authoric.http.limits import (
+    BodyLimit,
+    RoundTripHeader,
+    UrlLimit,
     counting_round_trips,
     declared_over,
     limited,
@@ -43,11 +50,16 @@ from authoric.http.limits import (
     send_error,
     url_refusal,
 )
-from authoric.http.observe import RequestLog
+from authoric.http.observe import Observe, RequestLog
 from authoric.http.subscribe import BodySend
 from authoric.http.table_route import TableRoutes
 from authoric.observability.metrics import Metrics
 from authoric.plan.runner import round_trips
+
+# The application's middlewares whose work TableEdge does for table requests, and the ones
+# that have nothing to do for them.
+SERVED_BY_EDGE: tuple[type, ...] = (AppCors, Observe, RoundTripHeader, UrlLimit, BodyLimit)
+NOT_FOR_TABLES: tuple[type, ...] = (AdminAudit,)
 
 
 class TableEdge:
@@ -114,11 +126,20 @@ class TableFront:
         await self.full(scope, receive, send)
 
 
+class Front(NamedTuple):
+    """What the table requests' front needs from the application."""
+
+    tables: TableRoutes
+    metrics: Metrics
+    origins_of: OriginsOf
+    body_limit: int
+
+
 class Platform(FastAPI):
     """FastAPI, with table requests served by `TableEdge` once `front` is set, and streams'
     frames sent past the full stack's middlewares (`BodySend`, http/subscribe.py)."""
 
-    front: tuple[TableRoutes, Metrics, OriginsOf, int] | None = None
+    front: Front | None = None
 
     def build_middleware_stack(self) -> ASGIApp:
         # Outside every middleware of the full stack, Starlette's error middleware included:
@@ -126,17 +147,22 @@ class Platform(FastAPI):
         full = BodySend(super().build_middleware_stack())
         if self.front is None:
             return full
-        tables, metrics, origins_of, limit = self.front
+        unknown = [getattr(m.cls, "__name__", repr(m.cls)) for m in self.user_middleware
+                   if m.cls not in SERVED_BY_EDGE + NOT_FOR_TABLES]
+        if unknown:
+            raise InternalError(f"table requests would skip the middlewares {unknown}: "
+                                "teach http/front.py's TableEdge what they do")
+        # Split as FastAPI's stack splits them: the 500 handler for ServerErrorMiddleware, the
+        # others by exception type and by status code, as ExceptionMiddleware keeps them.
         error_handler: Any = None
-        handlers: dict[Any, Any] = {}
-        for key, value in self.exception_handlers.items():  # split as FastAPI's stack does
+        by_type: dict[Any, Any] = {}
+        by_status: dict[Any, Any] = {}
+        for key, value in self.exception_handlers.items():
             if key in (500, Exception):
                 error_handler = value
             else:
-                handlers[key] = value
-        # ExceptionMiddleware's layout: handlers by exception type, and by status code.
-        by_type = {k: v for k, v in handlers.items() if not isinstance(k, int)}
-        by_status = {k: v for k, v in handlers.items() if isinstance(k, int)}
-        edge = TableEdge(tables, (by_type, by_status), metrics, origins_of, limit)
+                (by_status if isinstance(key, int) else by_type)[key] = value
+        edge = TableEdge(self.front.tables, (by_type, by_status), self.front.metrics,
+                         self.front.origins_of, self.front.body_limit)
         caught = ServerErrorMiddleware(edge, handler=error_handler, debug=self.debug)
-        return TableFront(full, caught, tables)
+        return TableFront(full, caught, self.front.tables)
