@@ -1,9 +1,11 @@
-"""The relay reads the change log only for a process that has a stream open (changes/relay.py).
+"""When the relay reads the change log (changes/relay.py): only for a process that has a
+stream open, and then only for what the sequencer's NOTIFYs did not carry.
 
 In process, on a real PostgreSQL: entries are written and stamped the way writers and the
-sequencer do (the sequencer's NOTIFY names the head it stamped). A relay whose hub has no
-subscriber follows those heads without reading the entries; once a stream registers, every
-entry stamped after it is read for the hub, never skipped.
+sequencer do (the sequencer's NOTIFY names the head it stamped, and carries the entries when
+they fit). A relay whose hub has no subscriber follows those heads without reading the
+entries; once a stream registers, every entry stamped after it reaches the hub, never
+skipped: as the NOTIFY carried it, or read from the log.
 """
 
 from __future__ import annotations
@@ -11,18 +13,19 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import asyncpg
 import pytest
 
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.changes import reader
-from authoric.changes.relay import Relay
-from authoric.changes.sequencer import Sequencer
+from authoric.changes.relay import Relay, carried
+from authoric.changes.sequencer import CHANNEL, PAYLOAD_LIMIT, Sequencer
 from authoric.db.engine import create_engine, libpq_url
 from authoric.policy.enforcer import build_enforcer
 from authoric.realtime.hub import Hub, Subscriber
+from authoric.realtime.source import Change
 from authoric.settings import Settings
 from tests.api.test_health import own_database  # noqa: F401  (fixture: a database of our own)
 
@@ -40,6 +43,55 @@ async def write_and_stamp(conn: asyncpg.Connection, count: int) -> int:
             "VALUES ($1, 'notes', 'insert', $2, $3)", APP, uuid.uuid4(), ORG)
     await Sequencer.stamp(conn)
     return await reader.head(conn)
+
+
+async def announced(url: str, conn: asyncpg.Connection, count: int, old_row: str | None,
+                    ) -> tuple[str, int, int]:
+    """Write `count` deletes with `old_row` (None: inserts), stamp them; the NOTIFY's payload,
+    and the heads before and after."""
+    before = await reader.head(conn)
+    payloads: asyncio.Queue[str] = asyncio.Queue()
+    listener = await asyncpg.connect(url)
+    try:
+        await listener.add_listener(CHANNEL, lambda *args: payloads.put_nowait(args[3]))
+        await conn.executemany(
+            "INSERT INTO authoric.changes (app_uid, table_name, op, row_uid, org_uid, old_row) "
+            "VALUES ($1, 'notes', $2, $3, $4, $5::jsonb)",
+            [(APP, "insert" if old_row is None else "delete", uuid.uuid4(), ORG, old_row)
+             for _ in range(count)])
+        await Sequencer.stamp(conn)
+        payload = await asyncio.wait_for(payloads.get(), WIDE)
+    finally:
+        await listener.close()
+    return payload, before, await reader.head(conn)
+
+
+async def test_the_sequencers_notify_carries_exactly_what_a_log_read_would_give_the_relay(
+        own_database: tuple[str, str]) -> None:  # noqa: F811
+    url = libpq_url(own_database[0])
+    conn = await asyncpg.connect(url)
+    try:
+        payload, before, head = await announced(url, conn, 3, '{"title": "gone", "n": 1.5}')
+        note = carried(payload)
+        assert note is not None
+        assert (note.after, note.head) == (before, head)
+        assert list(note.entries) == await reader.changes_after(conn, before, 100)
+        assert note.entries[0].old_row == {"title": "gone", "n": 1.5}
+    finally:
+        await conn.close()
+
+
+async def test_a_batch_too_long_to_carry_is_announced_by_its_head_alone(
+        own_database: tuple[str, str]) -> None:  # noqa: F811
+    url = libpq_url(own_database[0])
+    conn = await asyncpg.connect(url)
+    try:
+        image = '{"body": "%s"}' % ("x" * (PAYLOAD_LIMIT // 4))
+        payload, _, head = await announced(url, conn, 5, image)
+        assert payload == str(head)
+        assert carried(payload) is None
+    finally:
+        await conn.close()
 
 
 async def reaches(relay: Relay, head: int) -> None:
@@ -106,6 +158,44 @@ async def test_a_process_with_a_stream_open_reads_every_entry_stamped_after_it_r
     assert hub.empty()
 
 
+class Streams:
+    """A sink with a stream open, which keeps what it was handed: the relay's side of the
+    source seam (realtime/source.py), without judging."""
+
+    def __init__(self) -> None:
+        self.positions: list[int] = []
+
+    def empty(self) -> bool:
+        return False
+
+    async def dispatch(self, changes: Sequence[Change], read_at: float) -> None:
+        self.positions.extend(c.pos for c in changes)
+
+
+async def test_a_process_with_a_stream_open_fans_out_what_notifies_carried_without_reading_it(
+        own_database: tuple[str, str]) -> None:  # noqa: F811
+    url = libpq_url(own_database[0])
+    streams = Streams()
+    relay = Relay(url, streams)
+    writer = await asyncpg.connect(url)
+    relay.start()
+    try:
+        await asyncio.wait_for(relay.connected.wait(), WIDE)
+        await until_first_pass(relay)
+        start = relay.position
+        reads_before, started = relay.reads, time.monotonic()
+        for _ in range(5):
+            await reaches(relay, await write_and_stamp(writer, 3))
+        polls = 1 + int(time.monotonic() - started)  # the once-a-second read still happens
+        assert relay.reads - reads_before <= polls
+        assert relay.carries >= 5 - polls
+        assert streams.positions == [c.pos for c in await reader.changes_after(writer, start, 100)]
+        assert len(streams.positions) == 15
+    finally:
+        await relay.stop()
+        await writer.close()
+
+
 async def test_a_process_with_no_stream_open_keeps_its_listener_through_a_steady_write_load(
         own_database: tuple[str, str]) -> None:  # noqa: F811
     """Following announced heads sends nothing on the listener connection, and PostgreSQL
@@ -130,3 +220,29 @@ async def test_a_process_with_no_stream_open_keeps_its_listener_through_a_steady
         await relay.stop()
         await writer.close()
         await engine.dispose()
+
+
+async def test_a_process_with_a_stream_open_keeps_its_listener_while_notifies_carry_every_entry(
+        own_database: tuple[str, str]) -> None:  # noqa: F811
+    """Carried entries send nothing on the listener connection either: the relay still reads
+    once a second, or PostgreSQL would end it at the idle bound."""
+    url = libpq_url(own_database[0])
+    streams = Streams()
+    relay = Relay(url, streams, idle_limit=IDLE)
+    writer = await asyncpg.connect(url)
+    relay.start()
+    try:
+        await asyncio.wait_for(relay.connected.wait(), WIDE)
+        await until_first_pass(relay)
+        listener = relay.conn
+        until = time.monotonic() + 3 * IDLE
+        while time.monotonic() < until:
+            await reaches(relay, await write_and_stamp(writer, 1))
+            await asyncio.sleep(0.01)
+        assert relay.carries >= 10
+        assert listener is not None and relay.conn is listener and not listener.is_closed()
+        assert streams.positions == sorted(set(streams.positions))
+    finally:
+        await relay.stop()
+        await writer.close()
+

@@ -18,26 +18,62 @@ here subscribed, so they were nobody's to receive, exactly as if they had been r
 handed to an empty hub. A stream that wants them asks for them with `Last-Event-ID`, and
 replay reads them from the log. Under write load without subscribers this spares every
 worker a log read per stamped batch.
+
+A process with streams open does not read the log either, as long as the NOTIFYs carry the
+entries: the sequencer's NOTIFY holds what it stamped (entries as the log read gives them,
+app version included) and `after`, the head before them. When `after` is exactly this
+relay's position, those entries are everything between it and the new head, in order, and
+they are fanned out as read. Anything else (a NOTIFY missed, one too long to carry its
+entries, a leader that announced only its head, the safety poll, a policy change) reads the
+log, as before. A NOTIFY spared each process a round trip per stamped batch: with two
+workers, two of the few statements a change costs (bench.fanout, docs/realtime.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
+import uuid
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import asyncpg
 
 from authoric.changes import reader
 from authoric.changes.sequencer import CHANNEL
 from authoric.db.dedicated import IDLE_LIMIT, STALL, DedicatedWorker
-from authoric.realtime.source import Sink
+from authoric.realtime.source import Change, Sink
 
 POLICY_CHANNEL = "authoric_policy"
 SAFETY_POLL = 1.0
 LINGER = 0.05  # seconds: the longest wait after a pass during which a NOTIFY arrived
 APP_NAME = "authoric-relay"  # how operators (and fault tests) find the listener connection
 BATCH = 2000
+CARRIED_LIMIT = 1000  # NOTIFYs with entries kept between passes; past it, the log is read
+
+
+class Carried(NamedTuple):
+    """The entries one NOTIFY carried: the positions in (after, head]."""
+
+    after: int
+    head: int
+    entries: Sequence[Change]
+
+
+def carried(payload: str) -> Carried | None:
+    """The entries a sequencer's NOTIFY carries (None: it announced only its head)."""
+    if not payload.startswith("{"):
+        return None
+    note = json.loads(payload)
+    return Carried(int(note["after"]), int(note["head"]), [_entry(e) for e in note["entries"]])
+
+
+def _entry(e: list[Any]) -> Change:
+    pos, app, table, op, row, org, old, at, version = e
+    return Change(pos, uuid.UUID(app), table, op, None if row is None else uuid.UUID(row),
+                  uuid.UUID(org), old, at, version)
 
 
 class Relay(DedicatedWorker):
@@ -51,15 +87,45 @@ class Relay(DedicatedWorker):
         self.announced = -1  # the highest head the sequencer's NOTIFYs have named
         self.reads = 0  # log reads issued, and
         self.skips = 0  # moves to an announced head without reading (tests, benchmarks)
+        self.carries = 0  # batches fanned out as NOTIFYs carried them, unread (the same)
         self.connected = asyncio.Event()
         self._wake = asyncio.Event()
         self.conn: asyncpg.Connection | None = None
         self._spoke = 0.0  # monotonic time of the last statement on the listener connection
+        self._carried: list[Carried] = []  # NOTIFYs' entries not yet fanned out, in order
 
     def _notified(self, _conn: object, _pid: int, channel: str, payload: str) -> None:
-        if channel == CHANNEL and payload.isdigit():
-            self.announced = max(self.announced, int(payload))
+        if channel == CHANNEL:
+            note = carried(payload)
+            if note is not None:
+                self.announced = max(self.announced, note.head)
+                if len(self._carried) < CARRIED_LIMIT:
+                    self._carried.append(note)
+            elif payload.isdigit():
+                self.announced = max(self.announced, int(payload))
         self._wake.set()
+
+    def _take_carried(self) -> list[Change] | None:
+        """The entries NOTIFYs carried right after `position`, up to the announced head, at
+        most a batch; None when they do not account for every position up to it (the log is
+        read instead). What is left waits for the next pass."""
+        notes, self._carried = self._carried, []
+        position, out = self.position, list[Change]()
+        for i, note in enumerate(notes):
+            if note.head <= position:
+                continue  # read from the log already
+            if note.after != position or len(out) >= self.batch:
+                self._carried = notes[i:]
+                break
+            out.extend(note.entries)
+            position = note.head
+        if not out or (position < self.announced and not self._carried):
+            return None
+        return out
+
+    def _more_carried(self) -> bool:
+        """NOTIFYs carried entries past `position` that this pass left for the next."""
+        return bool(self._carried) and self._carried[-1].head > self.position
 
     async def session(self, conn: asyncpg.Connection) -> None:
         self.conn = conn
@@ -79,9 +145,15 @@ class Relay(DedicatedWorker):
         while True:
             # No await between the check and the move: a stream registering with the hub
             # is either seen here (and the entries are read for it) or registers after.
+            # Past a second of silence, the log is read even when NOTIFYs carried the
+            # entries: it is the safety poll (a NOTIFY lost) and the heartbeat that keeps
+            # the connection within the idle and stall bounds.
+            quiet = time.monotonic() - self._spoke > SAFETY_POLL
+            carried = None if self.hub.empty() or quiet else self._take_carried()
             if self.hub.empty() and self.announced > self.position:
                 self.position = self.announced
                 self.skips += 1
+                self._carried.clear()
                 changes = []
                 if time.monotonic() - self._spoke > SAFETY_POLL:
                     # Skipping says nothing to PostgreSQL, and under back-to-back NOTIFYs
@@ -90,6 +162,9 @@ class Relay(DedicatedWorker):
                     async with self.answered(conn):
                         await conn.execute("SELECT 1")
                     self._spoke = time.monotonic()
+            elif carried is not None:
+                changes = carried
+                self.carries += 1
             else:
                 async with self.answered(conn):
                     changes = await reader.changes_after(conn, self.position, self.batch)
@@ -97,8 +172,8 @@ class Relay(DedicatedWorker):
                 self._spoke = time.monotonic()
             if changes:
                 await self.hub.dispatch(changes, time.time())
-                self.position = changes[-1].pos
-                if len(changes) == self.batch:
+                self.position = changes[-1].pos  # a carried batch ends at its head
+                if len(changes) == self.batch or self._more_carried():
                     continue
             if conn.is_closed():
                 raise asyncpg.InterfaceError("listener connection closed")

@@ -35,16 +35,15 @@ a burst of commits is stamped (and fanned out) in one pass.
 A frozen leader (a proxy or a NAT that stops forwarding its connection, TCP left open) must
 not stop the feed: nothing is stamped, and so nothing delivered by any process, while it
 leads. Two bounds of the dedicated workers (db/dedicated.py) end it:
-- every statement here, the leader's (PENDING, the STAMP transaction, RETAIN, CAPTURING,
+- every statement here, the leader's (PENDING, STAMP, RETAIN, CAPTURING,
   LISTEN) and the follower's (`pg_try_advisory_lock`, its NOTIFY), runs under the stall
   bound: unanswered within 10 s, this process drops the connection and reconnects as a
   follower;
 - the leader's backend, which never hears of that, ends itself after `IDLE_LIMIT` (20 s) of
-  silence from its client (`idle_session_timeout`, and `idle_in_transaction_session_timeout`
-  for a freeze inside the stamping transaction, which also holds FOR UPDATE locks on the
-  batch's change-log rows). Its advisory lock goes with it, a follower of any process takes
-  the lead at its next try (every `FOLLOWER_RETRY`), and stamps what waited. The frozen
-  leader's open transaction rolls back, so nothing it stamped without committing counts.
+  silence from its client (`idle_session_timeout`; `idle_in_transaction_session_timeout`
+  too, though stamping is one statement in its own transaction, which PostgreSQL finishes
+  without its client). Its advisory lock goes with it, a follower of any process takes the
+  lead at its next try (every `FOLLOWER_RETRY`), and stamps what waited.
 The leader's longest healthy silence is its safety poll (`SAFETY_POLL`, 2 s), far below the
 idle limit. Retention deletes in chunks of `RETAIN_BATCH` rows, so that none of its
 statements runs anywhere near the stall bound, however much has expired at once (a first
@@ -80,18 +79,42 @@ FOLLOWER_RETRY = 1.0  # seconds between a follower's attempts to take over the l
 GATHER = 0.005
 APP_NAME = "authoric-sequencer"  # how operators (and fault tests) find this connection
 BATCH = 5000
+PAYLOAD_LIMIT = 8000  # bytes: PostgreSQL refuses a NOTIFY payload this long or longer
 
 # Positions are drawn in id order (nextval evaluated after the sort): an UPDATE ... FROM join
 # would draw them in whatever order the join visits rows, reordering a batch's changes.
+# One statement, so one round trip and its own transaction: it stamps the batch and NOTIFYs
+# the relays (delivered at its commit). The NOTIFY carries the entries themselves, as the
+# relay's read would give them (reader.LIVE_COLUMNS: the app's version from the same
+# snapshot), with `after`, the head before them, so a relay that has read up to exactly there
+# fans them out without reading the log (changes/relay.py). A batch too long for a payload
+# (PostgreSQL takes under 8,000 bytes) announces its head alone, and relays read it.
+# `after` is read in the statement's snapshot, which the UPDATE's own rows are not part of.
 STAMP = f"""
 WITH batch AS (
     SELECT id FROM authoric.changes WHERE pos IS NULL ORDER BY id LIMIT {BATCH} FOR UPDATE
 ), numbered AS (
     SELECT id, nextval('authoric.change_pos') AS pos FROM batch ORDER BY id
+), stamped AS (
+    UPDATE authoric.changes c SET pos = numbered.pos
+    FROM numbered WHERE c.id = numbered.id
+    RETURNING c.pos, c.app_uid, c.table_name, c.op, c.row_uid, c.org_uid, c.old_row, c.created_at
+), summary AS (
+    SELECT count(*) AS stamped, max(s.pos) AS head, json_agg(json_build_array(
+        s.pos, s.app_uid, s.table_name, s.op, s.row_uid, s.org_uid, s.old_row,
+        extract(epoch FROM s.created_at)::float8,
+        (SELECT a.version FROM authoric.apps a WHERE a.uid = s.app_uid)) ORDER BY s.pos)::text
+        AS entries
+    FROM stamped s
+), announced AS (
+    SELECT stamped, head, '{{"after":' || GREATEST(
+        (SELECT max(pos) FROM authoric.changes), (SELECT pos FROM authoric.log_horizon WHERE id = 1), 0)
+        || ',"head":' || head || ',"entries":' || entries || '}}' AS carried
+    FROM summary
 )
-UPDATE authoric.changes c SET pos = numbered.pos
-FROM numbered WHERE c.id = numbered.id
-RETURNING c.pos
+SELECT stamped, CASE WHEN stamped > 0 THEN pg_notify('{CHANNEL}',
+    CASE WHEN octet_length(carried) < {PAYLOAD_LIMIT} THEN carried ELSE head::text END) END
+FROM announced
 """
 PENDING = "SELECT EXISTS (SELECT 1 FROM authoric.changes WHERE pos IS NULL)"
 RETAIN_BATCH = 10_000  # expired rows deleted per statement; a full chunk: another soon
@@ -210,16 +233,12 @@ class Sequencer(DedicatedWorker):
                     answered: Callable[[], AbstractAsyncContextManager[None]] = nullcontext,
                     ) -> int:
         """Stamp one batch; NOTIFY the relays once if anything was stamped. The leader passes
-        its stall bound (`answered`), for PENDING and for the whole stamping transaction;
-        tests and benchmarks stamp without one."""
-        # One cheap round trip when there is nothing to do (partial index); the transaction
-        # only when needed.
+        its stall bound (`answered`), for PENDING and for the stamping statement; tests and
+        benchmarks stamp without one."""
+        # One cheap round trip when there is nothing to do (partial index); the stamping
+        # statement only when needed.
         async with answered():
             if not await conn.fetchval(PENDING):
                 return 0
-        async with answered(), conn.transaction():
-            rows = await conn.fetch(STAMP)
-            if rows:
-                head = max(r["pos"] for r in rows)
-                await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, str(head))
-        return len(rows)
+        async with answered():
+            return int(await conn.fetchval(STAMP))

@@ -1,0 +1,54 @@
+"""Which entries a relay fans out as the sequencer's NOTIFYs carried them, and when it reads
+the log instead (changes/relay.py): the bookkeeping alone, no database."""
+
+from __future__ import annotations
+
+import uuid
+
+from authoric.catalog.snapshot import SnapshotCache
+from authoric.changes.relay import Carried, Relay
+from authoric.db.engine import create_engine
+from authoric.realtime.hub import Hub
+from authoric.realtime.source import Change
+from authoric.settings import Settings
+
+APP, ORG = uuid.uuid4(), uuid.uuid4()
+
+
+def carrying(after: int, head: int) -> Carried:
+    return Carried(after, head, [change(pos) for pos in range(after + 1, head + 1)])
+
+
+def change(pos: int) -> Change:
+    return Change(pos, APP, "notes", "insert", uuid.uuid4(), ORG, None)
+
+
+def relay_at(position: int, notes: list[Carried], announced: int | None = None) -> Relay:
+    relay = Relay("postgresql://nowhere", Hub(create_engine(Settings(), "postgresql://nowhere"),
+                                              SnapshotCache()))
+    relay.position, relay._carried = position, notes
+    relay.announced = notes[-1].head if announced is None else announced
+    return relay
+
+
+def test_a_relay_takes_carried_entries_that_follow_on_from_its_position() -> None:
+    relay = relay_at(10, [carrying(8, 10), carrying(10, 12), carrying(12, 15)])
+    taken = relay._take_carried()
+    assert taken is not None and [c.pos for c in taken] == [11, 12, 13, 14, 15]
+
+
+def test_a_relay_reads_the_log_when_a_notify_was_missed_before_the_carried_ones() -> None:
+    assert relay_at(10, [carrying(12, 15)])._take_carried() is None
+
+
+def test_a_relay_reads_the_log_when_a_head_was_announced_without_its_entries() -> None:
+    assert relay_at(10, [carrying(10, 12)], announced=20)._take_carried() is None
+
+
+def test_a_relay_takes_at_most_a_batch_and_leaves_the_rest_for_its_next_pass() -> None:
+    relay = relay_at(0, [carrying(0, 3), carrying(3, 6), carrying(6, 9)])
+    relay.batch = 3
+    taken = relay._take_carried()
+    assert taken is not None and [c.pos for c in taken] == [1, 2, 3]
+    relay.position = 3
+    assert relay._more_carried()
