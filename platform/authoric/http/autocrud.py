@@ -8,12 +8,10 @@ parse at the contract's step. Routes hold no SQL and no policy.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import orjson
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 
@@ -25,6 +23,7 @@ from authoric.plan.request import Operation
 from authoric.plan.runner import ConnectionExecutor
 from authoric.records import csv_import
 from authoric.records.pipeline import admitted, execute
+from authoric.wire import json_bytes
 
 __all__ = ["RESERVED_PARAMS", "ROW_PATH", "TABLE_PATH", "governed", "router"]
 
@@ -51,13 +50,7 @@ async def run(request: Request, operation: Operation, path: dict[str, str],
 
 def answer(body: Any, status: int = 200) -> Response:
     """A JSON response encoded once, without FastAPI's generic encoder walking the rows."""
-    try:
-        encoded = orjson.dumps(body)
-    except orjson.JSONEncodeError:
-        # A json column may hold what orjson refuses (an integer past 64 bits): the standard
-        # encoder writes every value json.loads accepted.
-        encoded = json.dumps(body, separators=(",", ":")).encode()
-    return Response(encoded, status, media_type="application/json")
+    return Response(json_bytes(body), status, media_type="application/json")
 
 
 @router.get(TABLE_PATH, response_model=None)

@@ -73,6 +73,7 @@ class Subscriber:
     _waiter: asyncio.Future[None] | None = field(default=None, init=False, repr=False)
     _timer: asyncio.TimerHandle | None = field(default=None, init=False, repr=False)
     _until: float = field(default=0.0, init=False, repr=False)
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
 
     def offer(self, item: Frame) -> None:
         if self.closed:
@@ -98,7 +99,11 @@ class Subscriber:
         """Until a frame is queued, or `time.time()` reaches `until` (whichever comes first)."""
         if self._items:
             return
-        loop = asyncio.get_running_loop()
+        # Asked for once per stream: on Python 3.11 asking for the running loop is a getpid()
+        # system call, and this runs once per delivery.
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
         if self._timer is None or self._until != until:
             # A timer that wakes whichever wait is on, not asyncio.timeout: no Timeout object,
             # no TimeoutError raised per ping, and a cancel (disconnect, shutdown) is never

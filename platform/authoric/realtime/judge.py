@@ -22,7 +22,6 @@ statement, makes no cache key and opens no transaction; it only fills the uids a
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +46,7 @@ from authoric.policy.decision import Decision
 from authoric.policy.principal import Principal
 from authoric.realtime.expansion import expand_for_classes
 from authoric.realtime.source import BULK, DELETE, RESYNC_REASONS, SCHEMA, Change
+from authoric.wire import json_bytes
 
 
 @dataclass(frozen=True)
@@ -64,13 +64,9 @@ class Frame:
 
 
 def frame(pos: int | None, data: dict[str, Any], event: str | None = None) -> bytes:
-    lines = []
-    if event:
-        lines.append(f"event: {event}")
-    if pos is not None:
-        lines.append(f"id: {pos}")
-    lines.append("data: " + json.dumps(data, separators=(",", ":")))
-    return ("\n".join(lines) + "\n\n").encode()
+    """One SSE frame. The JSON has no raw line break to split it (JSON escapes them)."""
+    head = (f"event: {event}\n" if event else "") + (f"id: {pos}\n" if pos is not None else "")
+    return b"%sdata: %s\n\n" % (head.encode(), json_bytes(data))
 
 
 def subscriber_decision(snapshot: AppSnapshot, table: CompiledTable,
