@@ -37,6 +37,10 @@ hub's judge statements (and the pool round trips around them), the sequencer's s
         # follows all 5). Both groups get the same deliveries per change; compare deliveries/s,
         # CPU and judge statements per change.
 
+    .venv/bin/python -m bench.fanout --rates 50,200 --baseline
+        # each rate first with no stream open: the feed's share of server CPU per change is
+        # the difference (the REST write's own cost is not the feed's)
+
     .venv/bin/python -m bench.fanout --writer capture --rates 50,200
         # the table has captureSqlWrites; the bench writes plain SQL INSERTs (no change-log
         # row): the capture trigger files them and the sequencer's capture poll finds them
@@ -606,6 +610,14 @@ class Phase:
     changes: int = 0
     # The server's own latency histogram over the window: stage -> (p50, p99) in ms.
     server_lat: dict[str, tuple[float, float]] = field(default_factory=dict)
+    alone: float | None = None  # server CPU-seconds per write at this rate, no stream open
+
+    def feed_share(self) -> float:
+        """Server CPU-seconds per change the feed adds to the writes' own (NaN: no baseline):
+        judging, fan-out, relay, sequencer and the open streams' upkeep."""
+        if self.alone is None or not self.writes:
+            return float("nan")
+        return self.cpu["server"] * self.seconds / self.writes - self.alone
 
 
 FEED_BUCKET = re.compile(
@@ -658,6 +670,8 @@ class FanoutRun:
         self.responses: dict[bytes, float] = {}
         # Subscribers per (org, role, table) they follow; a multi-table one counts per table.
         self.subs: Counter[tuple[int, str, str]] = Counter()
+        # Server CPU-seconds per write at each rate with no stream open (`--baseline`).
+        self.alone: dict[float, float] = {}
 
     # subscribers -----------------------------------------------------------------------
     def on_block(self, client: SseClient, block: bytes, now: float) -> None:
@@ -883,6 +897,9 @@ def print_phase(p: Phase) -> None:
     print(f"           server CPU: {per_write:.1f} ms per write, {per_delivery:.0f} µs per delivery "
           f"(all of it, writes included: {p.delivered / (c['server'] * secs):.0f} deliveries per "
           f"server CPU-second)" if c["server"] else "", flush=True)
+    if p.alone is not None:
+        print(f"           the feed's share: {p.feed_share() * 1e3:.2f} ms per change (the same "
+              f"writes with no stream open: {p.alone * 1e3:.2f} ms each)", flush=True)
     lat = p.server_lat
     if lat:
         print("           server-side latency (its histogram), p50 / p99 ms: " + "  ".join(
@@ -927,8 +944,14 @@ async def run(args: argparse.Namespace, server: Server, db: Database, world: Wor
 
 
 async def run_group(bench: FanoutRun, label: str, count: int, multi: bool) -> list[Phase]:
-    """Open `count` subscribers, measure each rate (and the census), close them."""
+    """Open `count` subscribers, measure each rate (and the census), close them. With
+    `--baseline`, each rate is first measured with no stream open: the writes alone."""
     args, server, db, world = bench.args, bench.server, bench.db, bench.world
+    if args.baseline and not label:
+        for rate in args.rates:
+            phase = await bench.run_phase(f"alone {rate:g}/s", rate, args.seconds, args.warmup)
+            print_phase(phase)
+            bench.alone[rate] = phase.cpu["server"] * phase.seconds / max(1, phase.writes)
     t0 = time.perf_counter()
     clients = await bench.open(count, multi)
     follows = (f"each following all {len(world.tables)} tables on one stream" if multi else
@@ -945,6 +968,7 @@ async def run_group(bench: FanoutRun, label: str, count: int, multi: bool) -> li
     phases = []
     for rate in args.rates:
         phase = await bench.run_phase(f"{label}{rate:g}/s", rate, args.seconds, args.warmup)
+        phase.alone = bench.alone.get(rate)
         print_phase(phase)
         phases.append(phase)
     if args.census and db.log is not None:
@@ -977,9 +1001,9 @@ def figures(phases: list[Phase]) -> str:
     lines = ["| rate | writes/s | deliveries/s | allowed/s | received/allowed "
              "| sent→deliv p50 / p99 ms | resp→deliv p50 / p99 ms "
              "| server-side p50 / p99 ms | server CPU | postgres CPU "
-             "| client CPU | other CPU | server CPU ms / write | server CPU µs / delivery "
-             "| violations |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "| client CPU | other CPU | server CPU ms / write | feed's share ms / change "
+             "| server CPU µs / delivery | violations |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for p in phases:
         if p.census is not None:
             continue
@@ -993,6 +1017,7 @@ def figures(phases: list[Phase]) -> str:
             f"{served[0]:.1f} / {served[1]:.1f} | {c['server']:.2f} | "
             f"{c['database']:.2f} | {c['client']:.2f} | {c['other']:.2f} | "
             f"{c['server'] * p.seconds / max(1, p.writes) * 1e3:.2f} | "
+            f"{p.feed_share() * 1e3:.2f} | "
             f"{c['server'] * p.seconds / max(1, p.delivered) * 1e6:.0f} | {p.violations} |")
     return "\n".join(lines)
 
@@ -1026,6 +1051,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--multi-subscribers", type=int, default=0,
                     help="multi-table mode: after the single-table group, this many subscribers "
                          "of /{app}/subscribe?tables=<all tables> (0: off)")
+    ap.add_argument("--baseline", action="store_true",
+                    help="first measure each rate with no stream open, and report the feed's "
+                         "share of server CPU per change: the difference")
     ap.add_argument("--census", type=float, default=5.0,
                     help="seconds of statement census at the first rate; 0 to skip (5)")
     args = ap.parse_args(argv)
