@@ -1,5 +1,6 @@
 """The outbox's live half, the relay: one dedicated LISTEN connection per process (never
-from the pool) that only wakes the fan-out; the fan-out always reads the log by position.
+from the pool) that feeds the fan-out by position: from the log, or from what a NOTIFY
+carried when that provably follows on from the last position handed on (below).
 
 A lost notification, a killed listener connection or a PostgreSQL restart costs latency,
 never events: after any reconnect the relay catches up from the last position it handed
