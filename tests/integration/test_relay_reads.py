@@ -196,6 +196,19 @@ async def test_a_process_with_a_stream_open_fans_out_what_notifies_carried_witho
         await writer.close()
 
 
+async def kept_listener_through_steady_writes(relay: Relay, writer: asyncpg.Connection) -> bool:
+    """Entries stamped and announced back to back for three idle bounds: whether the relay
+    kept its listener connection all along."""
+    await asyncio.wait_for(relay.connected.wait(), WIDE)
+    await until_first_pass(relay)
+    listener = relay.conn
+    until = time.monotonic() + 3 * IDLE
+    while time.monotonic() < until:
+        await reaches(relay, await write_and_stamp(writer, 1))
+        await asyncio.sleep(0.01)
+    return listener is not None and relay.conn is listener and not listener.is_closed()
+
+
 async def test_a_process_with_no_stream_open_keeps_its_listener_through_a_steady_write_load(
         own_database: tuple[str, str]) -> None:  # noqa: F811
     """Following announced heads sends nothing on the listener connection, and PostgreSQL
@@ -207,15 +220,8 @@ async def test_a_process_with_no_stream_open_keeps_its_listener_through_a_steady
     writer = await asyncpg.connect(url)
     relay.start()
     try:
-        await asyncio.wait_for(relay.connected.wait(), WIDE)
-        await until_first_pass(relay)
-        listener = relay.conn
-        until = time.monotonic() + 3 * IDLE
-        while time.monotonic() < until:  # batches stamped and announced back to back
-            await reaches(relay, await write_and_stamp(writer, 1))
-            await asyncio.sleep(0.01)
+        assert await kept_listener_through_steady_writes(relay, writer)
         assert relay.skips >= 10
-        assert listener is not None and relay.conn is listener and not listener.is_closed()
     finally:
         await relay.stop()
         await writer.close()
@@ -232,17 +238,9 @@ async def test_a_process_with_a_stream_open_keeps_its_listener_while_notifies_ca
     writer = await asyncpg.connect(url)
     relay.start()
     try:
-        await asyncio.wait_for(relay.connected.wait(), WIDE)
-        await until_first_pass(relay)
-        listener = relay.conn
-        until = time.monotonic() + 3 * IDLE
-        while time.monotonic() < until:
-            await reaches(relay, await write_and_stamp(writer, 1))
-            await asyncio.sleep(0.01)
+        assert await kept_listener_through_steady_writes(relay, writer)
         assert relay.carries >= 10
-        assert listener is not None and relay.conn is listener and not listener.is_closed()
         assert streams.positions == sorted(set(streams.positions))
     finally:
         await relay.stop()
         await writer.close()
-
