@@ -27,7 +27,7 @@ def relay_at(position: int, notes: list[Carried], announced: int | None = None) 
     relay = Relay("postgresql://nowhere", Hub(create_engine(Settings(), "postgresql://nowhere"),
                                               SnapshotCache()))
     relay.position, relay._carried = position, notes
-    relay.announced = notes[-1].head if announced is None else announced
+    relay.announced = (notes[-1].head if notes else position) if announced is None else announced
     return relay
 
 
@@ -52,3 +52,10 @@ def test_a_relay_takes_at_most_a_batch_and_leaves_the_rest_for_its_next_pass() -
     assert taken is not None and [c.pos for c in taken] == [1, 2, 3]
     relay.position = 3
     assert relay._more_carried()
+
+
+def test_a_relay_woken_by_a_notify_it_cannot_parse_reads_the_log() -> None:
+    relay = relay_at(10, [])
+    relay._notified(None, 0, "authoric_changes", '{"after": 10, "head": ')
+    relay._notified(None, 0, "authoric_changes", '{"after": 10}')
+    assert relay._wake.is_set() and relay._take_carried() is None

@@ -97,7 +97,10 @@ class Relay(DedicatedWorker):
 
     def _notified(self, _conn: object, _pid: int, channel: str, payload: str) -> None:
         if channel == CHANNEL:
-            note = carried(payload)
+            try:
+                note = carried(payload)
+            except (ValueError, KeyError, TypeError):  # not the sequencer's: a wake, no more
+                note = None
             if note is not None:
                 self.announced = max(self.announced, note.head)
                 if len(self._carried) < CARRIED_LIMIT:
