@@ -187,7 +187,8 @@ def running_pocketbase(work: Path) -> Iterator[PocketBase]:
     binary, data = pocketbase_binary(), work / "pb_data"
     version = subprocess.run([binary, "--version"], capture_output=True, text=True,
                              check=True).stdout.strip().rsplit(" ", 1)[-1]
-    superuser = ("bench@peers.test", secrets.token_urlsafe(16))
+    # A letter first: a password starting with "-" would be read as a flag by the CLI.
+    superuser = ("bench@peers.test", "p" + secrets.token_urlsafe(16))
     subprocess.run([binary, "superuser", "upsert", *superuser, "--dir", str(data)],
                    check=True, capture_output=True)
     port, log_path = free_port(), work / "pocketbase.log"
