@@ -153,13 +153,14 @@ class Relay(DedicatedWorker):
             # entries: it is the safety poll (a NOTIFY lost) and the heartbeat that keeps
             # the connection within the idle and stall bounds.
             quiet = time.monotonic() - self._spoke > SAFETY_POLL
-            carried = None if self.hub.empty() or quiet else self._take_carried()
-            if self.hub.empty() and self.announced > self.position:
+            empty = self.hub.empty()
+            carried = None if empty or quiet else self._take_carried()
+            if empty and self.announced > self.position:
                 self.position = self.announced
                 self.skips += 1
                 self._carried.clear()
                 changes = []
-                if time.monotonic() - self._spoke > SAFETY_POLL:
+                if quiet:
                     # Skipping says nothing to PostgreSQL, and under back-to-back NOTIFYs
                     # nothing else does: past the idle bound (db/dedicated.py) it would end
                     # this connection. One round trip a second keeps it, as the poll does.
