@@ -943,11 +943,23 @@ async def run(args: argparse.Namespace, server: Server, db: Database, world: Wor
     return phases + await run_group(bench, "multi ", args.multi_subscribers, multi=True)
 
 
+async def idle_cpu(server: Server, db: Database, seconds: float = 5.0) -> dict[str, float]:
+    """Cores used with no writes (after a second to settle): what is left when nothing changes,
+    the upkeep of open streams (pings, the relays' polls) and the sequencer's polls."""
+    await asyncio.sleep(1)
+    before = Cpu.take(server.pid, db.pid)
+    await asyncio.sleep(seconds)
+    return Cpu.take(server.pid, db.pid).since(before)
+
+
 async def run_group(bench: FanoutRun, label: str, count: int, multi: bool) -> list[Phase]:
     """Open `count` subscribers, measure each rate (and the census), close them. With
     `--baseline`, each rate is first measured with no stream open: the writes alone."""
     args, server, db, world = bench.args, bench.server, bench.db, bench.world
     if args.baseline and not label:
+        idle = await idle_cpu(server, db)
+        print(f"  idle     CPU (cores): server {idle['server']:.3f}  postgres {idle['database']:.3f}"
+              "  (no writes, no stream open)", flush=True)
         for rate in args.rates:
             phase = await bench.run_phase(f"alone {rate:g}/s", rate, args.seconds, args.warmup)
             print_phase(phase)
@@ -959,11 +971,8 @@ async def run_group(bench: FanoutRun, label: str, count: int, multi: bool) -> li
                else "")
     print(f"{label}{len(clients)} subscribers {follows} open in {time.perf_counter() - t0:.1f} s "
           f"(server RSS {rss_bytes(server.pid) / 2**20:.0f} MiB)", flush=True)
-    await asyncio.sleep(1)
-    idle_before = Cpu.take(server.pid, db.pid)
-    await asyncio.sleep(3)
-    idle = Cpu.take(server.pid, db.pid).since(idle_before)
-    print(f"  idle     CPU (cores): server {idle['server']:.2f}  postgres {idle['database']:.2f}"
+    idle = await idle_cpu(server, db)
+    print(f"  idle     CPU (cores): server {idle['server']:.3f}  postgres {idle['database']:.3f}"
           f"  (no writes, {len(clients)} open streams)", flush=True)
     phases = []
     for rate in args.rates:
