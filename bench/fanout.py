@@ -712,10 +712,11 @@ class FanoutRun:
         self.subs.clear()
         every = f"/{w.app}/subscribe?tables={','.join(w.tables)}"
         for n in range(count):
-            org, role = n % len(w.orgs), roles[(n // len(w.orgs)) % len(roles)]
+            org, which, round_ = placement(n, len(w.orgs), len(roles), a.hot_orgs)
+            role = roles[which]
             tokens = w.tokens[(org, role)]
-            token = tokens[(n // (len(w.orgs) * len(roles))) % len(tokens)]
-            table = w.tables[(n // (len(w.orgs) * len(roles))) % len(w.tables)]
+            token = tokens[round_ % len(tokens)]
+            table = w.tables[round_ % len(w.tables)]
             path = every if multi else f"/{w.app}/autocrud/{table}/subscribe"
             requests.append((subscribe_request(self.server.host, self.server.port, path,
                                                token), role))
@@ -723,6 +724,10 @@ class FanoutRun:
                 self.subs[(org, role, followed)] += 1
         return await open_subscribers(self.server.host, self.server.port, requests,
                                       self.on_block, a.connect_concurrency, progress=count > 2000)
+
+    def written_orgs(self) -> int:
+        """How many orgs the writes go round-robin over (the first ones)."""
+        return self.args.hot_orgs or len(self.world.orgs)
 
     def reach(self, org: int, draft: bool, table: str = TABLE) -> int:
         c = self.subs
@@ -740,6 +745,7 @@ class FanoutRun:
         for n in range(total):
             slots.put_nowait(n)
         sql = {"sql": self.sql, "capture": self.sql_captured}.get(a.writer)
+        written = self.written_orgs()
 
         async def worker() -> None:
             conn = RawHttp(self.server.host, self.server.port) if sql is None else None
@@ -759,8 +765,8 @@ class FanoutRun:
                         await asyncio.sleep(delay)
                     elif delay < -0.05 and measure_from <= due <= end:
                         phase.late += 1
-                    org, draft = n % len(w.orgs), n % 5 == 4
-                    table = w.tables[(n // len(w.orgs)) % len(w.tables)]
+                    org, draft = n % written, n % 5 == 4
+                    table = w.tables[(n // written) % len(w.tables)]
                     t0 = time.perf_counter()
                     if sql is not None:
                         await sql(pg, org, draft, t0, table)
@@ -943,6 +949,17 @@ async def run(args: argparse.Namespace, server: Server, db: Database, world: Wor
     return phases + await run_group(bench, "multi ", args.multi_subscribers, multi=True)
 
 
+def placement(n: int, orgs: int, roles: int, hot: int = 0) -> tuple[int, int, int]:
+    """Subscriber `n`'s org, role (both indexes) and round (which of its class's tokens and
+    tables): round-robin over every (org, role). With `hot` (`--hot-orgs`), one subscriber
+    per (org, role) first, so every read class exists, then the rest round-robin over the
+    classes of the first `hot` orgs, the written ones."""
+    if hot and n >= orgs * roles:
+        n -= orgs * roles
+        return n % hot, (n // hot) % roles, 1 + n // (hot * roles)
+    return n % orgs, (n // orgs) % roles, n // (orgs * roles)
+
+
 async def idle_cpu(server: Server, db: Database, seconds: float = 5.0) -> dict[str, float]:
     """Cores used with no writes (after a second to settle): what is left when nothing changes,
     the upkeep of open streams (pings, the relays' polls) and the sequencer's polls."""
@@ -1036,6 +1053,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--subscribers", type=int, default=1000, help="SSE subscribers (1000)")
     ap.add_argument("--orgs", type=int, default=50, help="orgs (50)")
+    ap.add_argument("--hot-orgs", type=int, default=0,
+                    help="write to the first H orgs only; every (org, role) still gets one "
+                         "subscriber, so every read class exists, and the other subscribers "
+                         "follow the written orgs: more deliveries per change with the same "
+                         "classes (0: every org is written and followed alike)")
     ap.add_argument("--users-per-class", type=int, default=2,
                     help="users (one login each) per (org, role); subscribers share them (2)")
     ap.add_argument("--login-all", action="store_true",
@@ -1067,6 +1089,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="seconds of statement census at the first rate; 0 to skip (5)")
     args = ap.parse_args(argv)
     args.rates = [float(x) for x in args.rates.split(",") if x]
+    if not 0 <= args.hot_orgs <= args.orgs:
+        ap.error("--hot-orgs is between 0 and --orgs")
     return args
 
 
@@ -1103,7 +1127,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{sum(len(v) for v in world.tokens.values()) + len(world.writers)} tokens "
                   f"({world.logins} by password login), built in {time.perf_counter() - t0:.0f} s;"
                   f" {args.subscribers} subscribers = {args.orgs * len(ROLES)} read classes "
-                  f"per table; tables: {', '.join(world.tables)}; writer: {args.writer}",
+                  f"per table; tables: {', '.join(world.tables)}; writer: {args.writer}"
+                  + (f"; writes to the first {args.hot_orgs} orgs, followed by the "
+                     "subscribers beyond one per read class" if args.hot_orgs else ""),
                   flush=True)
             phases = asyncio.run(run(args, server, db, world))
             report_server_errors(server)
