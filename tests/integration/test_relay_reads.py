@@ -11,6 +11,7 @@ skipped: as the NOTIFY carried it, or read from the log.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -164,12 +165,14 @@ class Streams:
 
     def __init__(self) -> None:
         self.positions: list[int] = []
+        self.changes: list[Change] = []
 
     def empty(self) -> bool:
         return False
 
     async def dispatch(self, changes: Sequence[Change], read_at: float) -> None:
         self.positions.extend(c.pos for c in changes)
+        self.changes.extend(changes)
 
 
 async def test_a_process_with_a_stream_open_fans_out_what_notifies_carried_without_reading_it(
@@ -244,3 +247,64 @@ async def test_a_process_with_a_stream_open_keeps_its_listener_while_notifies_ca
     finally:
         await relay.stop()
         await writer.close()
+
+
+@pytest.fixture
+async def other_role(own_database: tuple[str, str]) -> AsyncIterator[  # noqa: F811
+        asyncpg.Connection]:
+    """A connection to the database as a role of its own that may connect and nothing more:
+    a service writing captured tables under its own role, say. Anyone who may connect may
+    NOTIFY on any channel (PostgreSQL checks no privilege for it)."""
+    url = libpq_url(own_database[0])
+    admin = await asyncpg.connect(url)
+    role = f"other_{uuid.uuid4().hex[:10]}"
+    await admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'other'")
+    try:
+        conn = await asyncpg.connect(url, user=role, password="other")
+        try:
+            yield conn
+        finally:
+            await conn.close()
+    finally:
+        await admin.execute(f"DROP ROLE {role}")
+        await admin.close()
+
+
+def forged(after: int, head: int) -> str:
+    """A NOTIFY shaped as the sequencer's: one entry at `after + 1`, announcing `head`."""
+    entry = [after + 1, str(APP), "notes", "insert", str(uuid.uuid4()), str(ORG), None,
+             time.time(), 1]
+    return json.dumps({"after": after, "head": head, "entries": [entry]})
+
+
+async def test_a_notify_sent_by_another_role_delivers_nothing_and_hides_no_entry(
+        own_database: tuple[str, str], other_role: asyncpg.Connection) -> None:  # noqa: F811
+    url = libpq_url(own_database[0])
+    streams = Streams()
+    relay = Relay(url, streams)
+    writer = await asyncpg.connect(url)
+    relay.start()
+    try:
+        await asyncio.wait_for(relay.connected.wait(), WIDE)
+        await until_first_pass(relay)
+        start = relay.position
+        await other_role.execute("SELECT pg_notify($1, $2)", CHANNEL, forged(start, start + 1000))
+        head = await write_and_stamp(writer, 2)
+        await reaches(relay, head)
+        # The forged entry claims the first position: only what the log holds may arrive.
+        assert streams.changes == await reader.changes_after(writer, start, 100)
+        assert streams.positions == [start + 1, start + 2] and relay.position == head
+    finally:
+        await relay.stop()
+        await writer.close()
+
+
+async def test_a_head_announced_by_another_role_is_not_skipped_to_by_a_process_with_no_stream(
+        running: tuple[asyncpg.Connection, Hub, Relay], other_role: asyncpg.Connection) -> None:
+    writer, hub, relay = running
+    assert hub.empty()
+    await until_first_pass(relay)
+    await other_role.execute("SELECT pg_notify($1, $2)", CHANNEL, str(relay.position + 10**6))
+    head = await write_and_stamp(writer, 1)
+    await reaches(relay, head)
+    assert relay.position == head  # not the forged head, past which every entry would be lost

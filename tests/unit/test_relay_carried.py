@@ -3,10 +3,14 @@ the log instead (changes/relay.py): the bookkeeping alone, no database."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
 import uuid
 
 from authoric.catalog.snapshot import SnapshotCache
 from authoric.changes.relay import Carried, Relay
+from authoric.changes.sequencer import CHANNEL
 from authoric.db.engine import create_engine
 from authoric.realtime.hub import Hub
 from authoric.realtime.source import Change
@@ -59,3 +63,24 @@ def test_a_relay_woken_by_a_notify_it_cannot_parse_reads_the_log() -> None:
     relay._notified(None, 0, "authoric_changes", '{"after": 10, "head": ')
     relay._notified(None, 0, "authoric_changes", '{"after": 10}')
     assert relay._wake.is_set() and relay._take_carried() is None
+    assert relay._heads == {} and relay.announced == 10  # nothing announced either
+
+
+def payload(after: int, head: int) -> str:
+    entries = [[pos, str(APP), "notes", "insert", str(uuid.uuid4()), str(ORG), None, 0.0, 1]
+               for pos in range(after + 1, head + 1)]
+    return json.dumps({"after": after, "head": head, "entries": entries})
+
+
+def test_a_notify_counts_only_once_its_sender_is_vouched_for_as_the_relays_own_role() -> None:
+    relay = relay_at(10, [])
+    relay._notified(None, 42, CHANNEL, payload(10, 12))
+    relay._notified(None, 42, CHANNEL, "14")
+    # Heard, not yet believed: nothing announced, nothing to take until the sender is known.
+    assert relay.announced == 10 and relay._heads == {42: 14}
+    assert [n.sender for n in relay._carried] == [42]
+    relay._vouched = {42: time.monotonic()}  # looked up a moment ago: no statement needed
+    asyncio.run(relay._vouch(None))  # type: ignore[arg-type]
+    assert relay.announced == 14 and relay._heads == {}
+    # Its entries follow on from 10 but stop short of the announced 14: the log is read.
+    assert relay._take_carried() is None

@@ -28,6 +28,14 @@ they are fanned out as read. Anything else (a NOTIFY missed, one too long to car
 entries, a leader that announced only its head, the safety poll, a policy change) reads the
 log, as before. A NOTIFY spared each process a round trip per stamped batch: with two
 workers, two of the few statements a change costs (bench.fanout, docs/realtime.md).
+
+Only our own role's NOTIFYs count. PostgreSQL lets anyone who may connect NOTIFY on any
+channel, a service writing captured tables under a role of its own included; a payload shaped
+as the sequencer's would otherwise put entries of its choosing into every stream, or move the
+position past entries nobody then receives. So what a NOTIFY carries or announces is used only
+once its sender's backend is known to run as this connection's role (`_vouch`: looked up in
+`pg_stat_activity`, kept `VOUCHED` seconds, since backend pids are reused); any other wakes
+the relay, which then reads the log. A role that may write the log itself gains nothing here.
 """
 
 from __future__ import annotations
@@ -53,6 +61,8 @@ LINGER = 0.05  # seconds: the longest wait after a pass during which a NOTIFY ar
 APP_NAME = "authoric-relay"  # how operators (and fault tests) find the listener connection
 BATCH = 2000
 CARRIED_LIMIT = 1000  # NOTIFYs with entries kept between passes; past it, the log is read
+VOUCHED = 10.0  # seconds a sender's backend counts as our role's before it is looked up again
+OUR_ROLES = "SELECT pid FROM pg_stat_activity WHERE pid = ANY($1::int[]) AND usename = current_user"
 
 
 class Carried(NamedTuple):
@@ -61,6 +71,7 @@ class Carried(NamedTuple):
     after: int
     head: int
     entries: Sequence[Change]
+    sender: int = 0  # the backend pid that sent it
 
 
 def carried(payload: str) -> Carried | None:
@@ -94,20 +105,43 @@ class Relay(DedicatedWorker):
         self.conn: asyncpg.Connection | None = None
         self._spoke = 0.0  # monotonic time of the last statement on the listener connection
         self._carried: list[Carried] = []  # NOTIFYs' entries not yet fanned out, in order
+        self._heads: dict[int, int] = {}  # per sender pid, the highest head not yet vouched for
+        self._vouched: dict[int, float] = {}  # our role's backend pids: when looked up
 
-    def _notified(self, _conn: object, _pid: int, channel: str, payload: str) -> None:
+    def _notified(self, _conn: object, pid: int, channel: str, payload: str) -> None:
         if channel == CHANNEL:
             try:
                 note = carried(payload)
             except (ValueError, KeyError, TypeError):  # not the sequencer's: a wake, no more
                 note = None
-            if note is not None:
-                self.announced = max(self.announced, note.head)
-                if len(self._carried) < CARRIED_LIMIT:
-                    self._carried.append(note)
-            elif payload.isdigit():
-                self.announced = max(self.announced, int(payload))
+            head = note.head if note is not None else int(payload) if payload.isdigit() else -1
+            if head >= 0:
+                self._heads[pid] = max(self._heads.get(pid, -1), head)
+            if note is not None and len(self._carried) < CARRIED_LIMIT:
+                self._carried.append(note._replace(sender=pid))
         self._wake.set()
+
+    async def _vouch(self, conn: asyncpg.Connection) -> None:
+        """Take in what NOTIFYs announced and carried since the last pass, from our role's
+        backends only (module docstring); the rest is dropped, and the log read covers it."""
+        heads, self._heads = self._heads, {}
+        if not heads:
+            return
+        now = time.monotonic()
+        unknown = [pid for pid in heads if now - self._vouched.get(pid, -VOUCHED) >= VOUCHED]
+        if unknown:
+            async with self.answered(conn):
+                ours = await conn.fetch(OUR_ROLES, unknown)
+            self._spoke = now = time.monotonic()
+            self._vouched = {p: t for p, t in self._vouched.items() if now - t < VOUCHED}
+            self._vouched.update((row["pid"], now) for row in ours)
+        vouched = self._vouched
+        for pid, head in heads.items():
+            if pid in vouched:
+                self.announced = max(self.announced, head)
+        # Entries from a sender not vouched for are dropped, even one that arrived during the
+        # lookup: the log read covers them. (Heads that arrived meanwhile wait in `_heads`.)
+        self._carried = [n for n in self._carried if n.sender in vouched]
 
     def _take_carried(self) -> list[Change] | None:
         """The entries NOTIFYs carried right after `position`, up to the announced head, at
@@ -147,6 +181,7 @@ class Relay(DedicatedWorker):
 
     async def _follow(self, conn: asyncpg.Connection) -> None:
         while True:
+            await self._vouch(conn)
             # No await between the check and the move: a stream registering with the hub
             # is either seen here (and the entries are read for it) or registers after.
             # Past a second of silence, the log is read even when NOTIFYs carried the
