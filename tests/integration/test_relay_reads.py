@@ -175,8 +175,10 @@ class Streams:
         self.changes.extend(changes)
 
 
-async def test_a_process_with_a_stream_open_fans_out_what_notifies_carried_without_reading_it(
-        own_database: tuple[str, str]) -> None:  # noqa: F811
+@pytest.fixture
+async def streaming(own_database: tuple[str, str]) -> AsyncIterator[  # noqa: F811
+        tuple[asyncpg.Connection, Streams, Relay]]:
+    """A relay whose process has a stream open, past its first pass, and a writer."""
     url = libpq_url(own_database[0])
     streams = Streams()
     relay = Relay(url, streams)
@@ -185,18 +187,24 @@ async def test_a_process_with_a_stream_open_fans_out_what_notifies_carried_witho
     try:
         await asyncio.wait_for(relay.connected.wait(), WIDE)
         await until_first_pass(relay)
-        start = relay.position
-        reads_before, started = relay.reads, time.monotonic()
-        for _ in range(5):
-            await reaches(relay, await write_and_stamp(writer, 3))
-        polls = 1 + int(time.monotonic() - started)  # the once-a-second read still happens
-        assert relay.reads - reads_before <= polls
-        assert relay.carries >= 5 - polls
-        assert streams.positions == [c.pos for c in await reader.changes_after(writer, start, 100)]
-        assert len(streams.positions) == 15
+        yield writer, streams, relay
     finally:
         await relay.stop()
         await writer.close()
+
+
+async def test_a_process_with_a_stream_open_fans_out_what_notifies_carried_without_reading_it(
+        streaming: tuple[asyncpg.Connection, Streams, Relay]) -> None:
+    writer, streams, relay = streaming
+    start = relay.position
+    reads_before, started = relay.reads, time.monotonic()
+    for _ in range(5):
+        await reaches(relay, await write_and_stamp(writer, 3))
+    polls = 1 + int(time.monotonic() - started)  # the once-a-second read still happens
+    assert relay.reads - reads_before <= polls
+    assert relay.carries >= 5 - polls
+    assert streams.positions == [c.pos for c in await reader.changes_after(writer, start, 100)]
+    assert len(streams.positions) == 15
 
 
 async def kept_listener_through_steady_writes(relay: Relay, writer: asyncpg.Connection) -> bool:
@@ -278,25 +286,16 @@ def forged(after: int, head: int) -> str:
 
 
 async def test_a_notify_sent_by_another_role_delivers_nothing_and_hides_no_entry(
-        own_database: tuple[str, str], other_role: asyncpg.Connection) -> None:  # noqa: F811
-    url = libpq_url(own_database[0])
-    streams = Streams()
-    relay = Relay(url, streams)
-    writer = await asyncpg.connect(url)
-    relay.start()
-    try:
-        await asyncio.wait_for(relay.connected.wait(), WIDE)
-        await until_first_pass(relay)
-        start = relay.position
-        await other_role.execute("SELECT pg_notify($1, $2)", CHANNEL, forged(start, start + 1000))
-        head = await write_and_stamp(writer, 2)
-        await reaches(relay, head)
-        # The forged entry claims the first position: only what the log holds may arrive.
-        assert streams.changes == await reader.changes_after(writer, start, 100)
-        assert streams.positions == [start + 1, start + 2] and relay.position == head
-    finally:
-        await relay.stop()
-        await writer.close()
+        streaming: tuple[asyncpg.Connection, Streams, Relay],
+        other_role: asyncpg.Connection) -> None:
+    writer, streams, relay = streaming
+    start = relay.position
+    await other_role.execute("SELECT pg_notify($1, $2)", CHANNEL, forged(start, start + 1000))
+    head = await write_and_stamp(writer, 2)
+    await reaches(relay, head)
+    # The forged entry claims the first position: only what the log holds may arrive.
+    assert streams.changes == await reader.changes_after(writer, start, 100)
+    assert streams.positions == [start + 1, start + 2] and relay.position == head
 
 
 async def test_a_head_announced_by_another_role_is_not_skipped_to_by_a_process_with_no_stream(
