@@ -41,6 +41,10 @@ hub's judge statements (and the pool round trips around them), the sequencer's s
         # each rate first with no stream open: the feed's share of server CPU per change is
         # the difference (the REST write's own cost is not the feed's)
 
+    .venv/bin/python -m bench.fanout --rates 50,200 --seconds 20 --rounds 3
+        # the same, three times over, alone and followed windows alternating, and the median
+        # share per rate: a drift of the box's speed during the run lands on both sides
+
     .venv/bin/python -m bench.fanout --hot-orgs 3 --rates 200
         # the same 150 read classes, 3 involved per change, but writes go to 3 orgs only and
         # the subscribers beyond one per class follow those: ~267 recipients per change
@@ -629,10 +633,15 @@ FEED_BUCKET = re.compile(
     r'^authoric_feed_latency_seconds_bucket\{le="([^"]+)",stage="([a-z]+)"\} (\S+)$')
 
 
+def scrape(server: Server) -> str:
+    """The server's metrics page, as Prometheus would read it."""
+    return httpx.get(f"{server.url}/metrics", timeout=60,
+                     headers={"Authorization": f"Bearer {server.admin_token}"}).text
+
+
 def feed_buckets(server: Server) -> dict[str, dict[float, float]]:
     """The server's `authoric_feed_latency_seconds` buckets (cumulative), per stage."""
-    text = httpx.get(f"{server.url}/metrics", timeout=60,
-                     headers={"Authorization": f"Bearer {server.admin_token}"}).text
+    text = scrape(server)
     out: dict[str, dict[float, float]] = defaultdict(dict)
     for line in text.splitlines():
         if m := FEED_BUCKET.match(line):
@@ -946,8 +955,19 @@ def census_report(p: Phase, classes_per_org: int) -> str:
 
 async def run(args: argparse.Namespace, server: Server, db: Database, world: World) -> list[Phase]:
     bench = FanoutRun(args, server, db, world)
+    if args.rounds > 1:
+        # Alone and followed windows alternate, so a drift of the box's speed over the run
+        # lands on both sides of each difference instead of on one.
+        phases = []
+        for n in range(1, args.rounds + 1):
+            print(f"round {n} of {args.rounds}", flush=True)
+            phases += await run_group(bench, f"r{n} ", args.subscribers, multi=False,
+                                      baseline=True)
+            await streams_gone(server)
+        print("\n" + share_summary(phases))
+        return phases
     if not args.multi_subscribers:
-        return await run_group(bench, "", args.subscribers, multi=False)
+        return await run_group(bench, "", args.subscribers, multi=False, baseline=args.baseline)
     # Multi-table mode: the same app, writes and deliveries per change, one group at a time.
     phases = await run_group(bench, "single ", args.subscribers, multi=False)
     await asyncio.sleep(3)  # let the server see the first group's connections go
@@ -974,16 +994,18 @@ async def idle_cpu(server: Server, db: Database, seconds: float = 5.0) -> dict[s
     return Cpu.take(server.pid, db.pid).since(before)
 
 
-async def run_group(bench: FanoutRun, label: str, count: int, multi: bool) -> list[Phase]:
+async def run_group(bench: FanoutRun, label: str, count: int, multi: bool,
+                    baseline: bool = False) -> list[Phase]:
     """Open `count` subscribers, measure each rate (and the census), close them. With
-    `--baseline`, each rate is first measured with no stream open: the writes alone."""
+    `baseline`, each rate is first measured with no stream open: the writes alone."""
     args, server, db, world = bench.args, bench.server, bench.db, bench.world
-    if args.baseline and not label:
+    if baseline:
         idle = await idle_cpu(server, db)
         print(f"  idle     CPU (cores): server {idle['server']:.3f}  postgres {idle['database']:.3f}"
               "  (no writes, no stream open)", flush=True)
         for rate in args.rates:
-            phase = await bench.run_phase(f"alone {rate:g}/s", rate, args.seconds, args.warmup)
+            phase = await bench.run_phase(f"{label}alone {rate:g}/s", rate, args.seconds,
+                                          args.warmup)
             print_phase(phase)
             bench.alone[rate] = phase.cpu["server"] * phase.seconds / max(1, phase.writes)
     t0 = time.perf_counter()
@@ -1002,7 +1024,9 @@ async def run_group(bench: FanoutRun, label: str, count: int, multi: bool) -> li
         phase.alone = bench.alone.get(rate)
         print_phase(phase)
         phases.append(phase)
-    if args.census and db.log is not None:
+    if args.census and label.startswith("r") and label != "r1 ":
+        pass  # the census is taken once, in the first round
+    elif args.census and db.log is not None:
         phase = await bench.run_phase(f"{label}{args.rates[0]:g}/s", args.rates[0], args.census,
                                       args.warmup, census=True)
         phases.append(phase)
@@ -1014,7 +1038,43 @@ async def run_group(bench: FanoutRun, label: str, count: int, multi: bool) -> li
     print(f"\n{label}streams ended by the server during the run: {dropped} of {len(clients)}")
     for c in clients:
         c.close()
+    bench.subs.clear()  # nobody follows now: a later window with no stream expects no frame
     return phases
+
+
+OPEN_STREAMS = re.compile(r"^authoric_sse_streams_open(?:\{[^}]*\})? (\S+)$", re.M)
+
+
+def streams_counted(metrics: str) -> float:
+    """Open streams in a metrics page (`authoric_sse_streams_open`, summed over its series)."""
+    return sum(float(v) for v in OPEN_STREAMS.findall(metrics))
+
+
+def open_streams(server: Server) -> float:
+    """Streams the server counts as open."""
+    return streams_counted(scrape(server))
+
+
+async def streams_gone(server: Server, limit: float = 60.0) -> None:
+    """Wait until the server has let every closed stream go (at most `limit` seconds), so the
+    next window with no stream open does not pay for their teardown."""
+    deadline = time.monotonic() + limit
+    while await asyncio.to_thread(open_streams, server) > 0 and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    await asyncio.sleep(1)
+
+
+def share_summary(phases: list[Phase]) -> str:
+    """Per rate, the feed's share of server CPU per change in each round, and their median."""
+    by_rate: dict[float, list[float]] = defaultdict(list)
+    for p in phases:
+        if p.census is None and p.alone is not None:
+            by_rate[p.rate].append(p.feed_share() * 1e3)
+    lines = ["| rate | the feed's share, ms per change, by round | median |", "|---|---|--:|"]
+    for rate, shares in by_rate.items():
+        lines.append(f"| {rate:g}/s | {', '.join(f'{s:.2f}' for s in shares)} | "
+                     f"{statistics.median(shares):.2f} |")
+    return "\n".join(lines)
 
 
 def report_server_errors(server: Server) -> None:
@@ -1090,6 +1150,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--baseline", action="store_true",
                     help="first measure each rate with no stream open, and report the feed's "
                          "share of server CPU per change: the difference")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="with more than 1: that many rounds, each measuring every rate with no "
+                         "stream open and then with the subscribers open (implies --baseline), "
+                         "and the median share per rate (1)")
     ap.add_argument("--census", type=float, default=5.0,
                     help="seconds of statement census at the first rate; 0 to skip (5)")
     args = ap.parse_args(argv)
