@@ -1160,6 +1160,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.rates = [float(x) for x in args.rates.split(",") if x]
     if not 0 <= args.hot_orgs <= args.orgs:
         ap.error("--hot-orgs is between 0 and --orgs")
+    if args.rounds < 1:
+        ap.error("--rounds is at least 1")
+    if args.rounds > 1 and args.multi_subscribers:
+        ap.error("--rounds measures the single-table subscribers only: drop --multi-subscribers")
     return args
 
 

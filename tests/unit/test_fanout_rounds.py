@@ -5,6 +5,7 @@ server's count of open streams correctly."""
 
 from __future__ import annotations
 
+import pytest
 from bench.fanout import Phase, parse_args, share_summary, streams_counted
 
 
@@ -48,3 +49,10 @@ def test_the_wait_between_rounds_sums_open_streams_over_every_worker_series() ->
 def test_rounds_default_to_one_so_a_plain_run_is_unchanged() -> None:
     assert parse_args([]).rounds == 1
     assert parse_args(["--rounds", "3"]).rounds == 3
+
+
+@pytest.mark.parametrize("argv", [["--rounds", "0"], ["--rounds", "2", "--multi-subscribers", "10"]])
+def test_a_benchmark_asked_for_rounds_it_cannot_run_refuses_instead_of_measuring_less(
+        argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(argv)
