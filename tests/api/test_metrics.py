@@ -208,6 +208,23 @@ def read_to_end(response: http.client.HTTPResponse, timeout: float = WIDE) -> by
     return body
 
 
+def complete_frames(body: bytes) -> str:
+    """The part of a stream's body read so far that ends with a whole frame."""
+    return body[:body.rfind(b"\n\n") + 2].decode() if b"\n\n" in body else ""
+
+
+def read_until_change(response: http.client.HTTPResponse, row_uid: str,
+                      timeout: float = WIDE) -> bytes:
+    """The stream's body up to and including the change of `row_uid` (fails after `timeout`)."""
+    deadline, body = time.monotonic() + timeout, b""
+    while not any(f.is_change and f.row_uid == row_uid for f in parse(complete_frames(body))):
+        chunk = response.read1(65536)
+        assert chunk, "the stream ended before the change arrived"
+        body += chunk
+        assert time.monotonic() < deadline, "the change never arrived"
+    return body
+
+
 def test_a_subscriber_that_stops_reading_is_dropped_counted_as_overflow_and_resumes_losing_nothing(
         database_url: str, tmp_path: Path) -> None:
     with clerk_on_own_server(database_url, tmp_path,
@@ -218,12 +235,19 @@ def test_a_subscriber_that_stops_reading_is_dropped_counted_as_overflow_and_resu
             "Authorization": f"Bearer {member.token}", "Accept": "text/event-stream"})
         response = stalled.getresponse()
         assert response.status == 200
-        # 40 rows of 200 KB: far more than the socket buffers and a queue of 2 hold.
+        # A client that was reading: it has a position to resume from. (Without one, a flood
+        # stamped in one batch can overflow the queue before a single frame is written.)
+        first = expect(member.post(world.rows("notes"), json={"body": "first"}), 201)["uid"]
+        head = read_until_change(response, first)
+        # Then it stops reading: 40 rows of 200 KB, far more than the socket buffers and a
+        # queue of 2 hold.
         uids = [expect(member.post(world.rows("notes"), json={"body": f"{n:03d}" * 70_000}),
                        201)["uid"] for n in range(40)]
-        frames = parse(read_to_end(response).decode())
+        frames = parse((head + read_to_end(response)).decode())
         stalled.close()
         delivered = [f.row_uid for f in frames if f.is_change]
+        assert delivered[0] == first
+        delivered = delivered[1:]
         assert len(delivered) < len(uids) and delivered == uids[:len(delivered)]
         figures = scrape_until(server, lambda f: f["authoric_sse_streams_open"] == 0)
         assert figures is not None
