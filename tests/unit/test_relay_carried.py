@@ -84,3 +84,13 @@ def test_a_notify_counts_only_once_its_sender_is_vouched_for_as_the_relays_own_r
     assert relay.announced == 14 and relay._heads == {}
     # Its entries follow on from 10 but stop short of the announced 14: the log is read.
     assert relay._take_carried() is None
+
+
+def test_a_notify_that_is_no_position_wakes_the_relay_and_announces_nothing() -> None:
+    relay = relay_at(10, [])
+    nested = '{"after": 10, "head": 12, "entries": ' + "[" * 5000 + "]" * 5000 + "}"
+    for junk in ("²", "٣", "9" * 5000, "12 ", nested):  # digits to str.isdigit, not to us
+        relay._wake.clear()
+        relay._notified(None, 42, CHANNEL, junk)
+        assert relay._wake.is_set(), junk[:20]
+    assert relay._heads == {} and relay._carried == [] and relay.announced == 10

@@ -53,7 +53,7 @@ import asyncpg
 from authoric.changes import reader
 from authoric.changes.sequencer import CHANNEL
 from authoric.db.dedicated import IDLE_LIMIT, STALL, DedicatedWorker
-from authoric.realtime.source import Change, Sink
+from authoric.realtime.source import POSITION, Change, Sink
 
 POLICY_CHANNEL = "authoric_policy"
 SAFETY_POLL = 1.0
@@ -80,6 +80,20 @@ def carried(payload: str) -> Carried | None:
         return None
     note = json.loads(payload)
     return Carried(int(note["after"]), int(note["head"]), [_entry(e) for e in note["entries"]])
+
+
+def heard(payload: str) -> tuple[int, Carried | None]:
+    """What a NOTIFY on our channel says: the head it announces (-1: none) and the entries it
+    carries. Anyone who may connect can send one (module docstring), so nothing in it may
+    raise here: what is not the sequencer's shape announces and carries nothing, and only
+    wakes the relay."""
+    try:
+        note = carried(payload)
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return -1, None
+    if note is not None:
+        return note.head, note
+    return (int(payload) if POSITION.fullmatch(payload) else -1), None
 
 
 def _entry(e: list[Any]) -> Change:
@@ -110,11 +124,7 @@ class Relay(DedicatedWorker):
 
     def _notified(self, _conn: object, pid: int, channel: str, payload: str) -> None:
         if channel == CHANNEL:
-            try:
-                note = carried(payload)
-            except (ValueError, KeyError, TypeError):  # not the sequencer's: a wake, no more
-                note = None
-            head = note.head if note is not None else int(payload) if payload.isdigit() else -1
+            head, note = heard(payload)
             if head >= 0:
                 self._heads[pid] = max(self._heads.get(pid, -1), head)
             if note is not None and len(self._carried) < CARRIED_LIMIT:

@@ -16,12 +16,16 @@ database, so captured and platform writes share one order of positions.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 INSERT, UPDATE, DELETE, BULK = "insert", "update", "delete", "bulk"
+# A position as text (a client's Last-Event-ID, a head a NOTIFY names): ASCII digits only, at
+# most 19 (a bigint); "+5", "1_0", "٣" or "²" are not positions, though int() or isdigit() take some.
+POSITION = re.compile(r"[0-9]{1,19}")
 # A table's columns changed (one entry per org): its streams get `resync` `schema_change`.
 SCHEMA = "schema"
 # The entries that stand for many rows, and the `resync` reason each one sends.

@@ -10,7 +10,6 @@ reads (a member's principal, or None for the operator: every org, no policy).
 from __future__ import annotations
 
 import heapq
-import re
 import time
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Sequence
@@ -26,12 +25,11 @@ from authoric.policy.principal import Principal
 from authoric.realtime.hub import CLOSE, Hub, Subscriber
 from authoric.realtime.judge import Frame, ReadClass, frame, judge
 from authoric.realtime.operator import judge_for_operator
-from authoric.realtime.source import Change, Source
+from authoric.realtime.source import POSITION, Change, Source
 from authoric.realtime.stream_leases import Lease
 from authoric.settings import Settings
 
 PING = b": ping\n\n"
-POSITION = re.compile(r"[0-9]{1,19}")  # ASCII digits only: "+5", "1_0", "٣" do not parse
 REPLAY_CHUNK = 500
 NONE_WRITTEN: list[float] = []  # shared, never appended to: no list per idle stream
 
