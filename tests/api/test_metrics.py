@@ -22,7 +22,7 @@ import pytest
 
 from tests.scenario import AppWorld, Caller, expect
 from tests.servers import ServerProcess, start_server
-from tests.sse import SSEClient, parse
+from tests.sse import Frame, Parser, SSEClient
 
 WIDE = 60.0
 METRICS_TOKEN = "a-separate-scrape-token-for-prometheus"
@@ -208,21 +208,17 @@ def read_to_end(response: http.client.HTTPResponse, timeout: float = WIDE) -> by
     return body
 
 
-def complete_frames(body: bytes) -> str:
-    """The part of a stream's body read so far that ends with a whole frame."""
-    return body[:body.rfind(b"\n\n") + 2].decode() if b"\n\n" in body else ""
-
-
-def read_until_change(response: http.client.HTTPResponse, row_uid: str,
-                      timeout: float = WIDE) -> bytes:
-    """The stream's body up to and including the change of `row_uid` (fails after `timeout`)."""
-    deadline, body = time.monotonic() + timeout, b""
-    while not any(f.is_change and f.row_uid == row_uid for f in parse(complete_frames(body))):
+def read_until_change(response: http.client.HTTPResponse, row_uid: str, stream: Parser,
+                      timeout: float = WIDE) -> list[Frame]:
+    """The stream's frames up to and including the change of `row_uid`, parsed by `stream`
+    (which keeps whatever follows); fails after `timeout`."""
+    deadline, frames = time.monotonic() + timeout, list[Frame]()
+    while not any(f.is_change and f.row_uid == row_uid for f in frames):
         chunk = response.read1(65536)
         assert chunk, "the stream ended before the change arrived"
-        body += chunk
+        frames += stream.feed(chunk.decode())
         assert time.monotonic() < deadline, "the change never arrived"
-    return body
+    return frames
 
 
 def test_a_subscriber_that_stops_reading_is_dropped_counted_as_overflow_and_resumes_losing_nothing(
@@ -238,12 +234,13 @@ def test_a_subscriber_that_stops_reading_is_dropped_counted_as_overflow_and_resu
         # A client that was reading: it has a position to resume from. (Without one, a flood
         # stamped in one batch can overflow the queue before a single frame is written.)
         first = expect(member.post(world.rows("notes"), json={"body": "first"}), 201)["uid"]
-        head = read_until_change(response, first)
+        stream = Parser()
+        head = read_until_change(response, first, stream)
         # Then it stops reading: 40 rows of 200 KB, far more than the socket buffers and a
         # queue of 2 hold.
         uids = [expect(member.post(world.rows("notes"), json={"body": f"{n:03d}" * 70_000}),
                        201)["uid"] for n in range(40)]
-        frames = parse((head + read_to_end(response)).decode())
+        frames = head + stream.feed(read_to_end(response).decode() + "\n\n")
         stalled.close()
         delivered = [f.row_uid for f in frames if f.is_change]
         assert delivered[0] == first
