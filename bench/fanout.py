@@ -962,7 +962,7 @@ async def run(args: argparse.Namespace, server: Server, db: Database, world: Wor
         for n in range(1, args.rounds + 1):
             print(f"round {n} of {args.rounds}", flush=True)
             phases += await run_group(bench, f"r{n} ", args.subscribers, multi=False,
-                                      baseline=True)
+                                      baseline=True, census=n == 1)
             await streams_gone(server)
         print("\n" + share_summary(phases))
         return phases
@@ -995,9 +995,10 @@ async def idle_cpu(server: Server, db: Database, seconds: float = 5.0) -> dict[s
 
 
 async def run_group(bench: FanoutRun, label: str, count: int, multi: bool,
-                    baseline: bool = False) -> list[Phase]:
-    """Open `count` subscribers, measure each rate (and the census), close them. With
-    `baseline`, each rate is first measured with no stream open: the writes alone."""
+                    baseline: bool = False, census: bool = True) -> list[Phase]:
+    """Open `count` subscribers, measure each rate (and, with `census`, the statement
+    census), close them. With `baseline`, each rate is first measured with no stream open:
+    the writes alone."""
     args, server, db, world = bench.args, bench.server, bench.db, bench.world
     if baseline:
         idle = await idle_cpu(server, db)
@@ -1024,15 +1025,14 @@ async def run_group(bench: FanoutRun, label: str, count: int, multi: bool,
         phase.alone = bench.alone.get(rate)
         print_phase(phase)
         phases.append(phase)
-    if args.census and label.startswith("r") and label != "r1 ":
-        pass  # the census is taken once, in the first round
-    elif args.census and db.log is not None:
-        phase = await bench.run_phase(f"{label}{args.rates[0]:g}/s", args.rates[0], args.census,
+    census_seconds = args.census if census else 0.0
+    if census_seconds and db.log is not None:
+        phase = await bench.run_phase(f"{label}{args.rates[0]:g}/s", args.rates[0], census_seconds,
                                       args.warmup, census=True)
         phases.append(phase)
         print()
         print(census_report(phase, len(ROLES)))
-    elif args.census:
+    elif census_seconds:
         print("statement census: n/a (DATABASE_URL: the PostgreSQL log is not ours to read)")
     dropped = sum(1 for c in clients if c.closed.done() or c.ended)
     print(f"\n{label}streams ended by the server during the run: {dropped} of {len(clients)}")
@@ -1059,7 +1059,11 @@ async def streams_gone(server: Server, limit: float = 60.0) -> None:
     """Wait until the server has let every closed stream go (at most `limit` seconds), so the
     next window with no stream open does not pay for their teardown."""
     deadline = time.monotonic() + limit
-    while await asyncio.to_thread(open_streams, server) > 0 and time.monotonic() < deadline:
+    while (left := await asyncio.to_thread(open_streams, server)) > 0:
+        if time.monotonic() >= deadline:
+            print(f"  {left:.0f} streams still open after {limit:g} s: the next window with "
+                  "no stream open may pay for their teardown", flush=True)
+            break
         await asyncio.sleep(0.2)
     await asyncio.sleep(1)
 
