@@ -54,6 +54,10 @@ class Settings(BaseSettings):
     # are free again
     sse_lease_ttl: float = Field(default=60.0, ge=1)
     change_retention: int = 7 * 24 * 3600
+    # milliseconds a committed change may wait to share a stamping pass (and every process's
+    # fan-out pass) with the changes after it; unset: 5 after a write through the server,
+    # and captured SQL writes are looked for every 20. More spends latency to save feed CPU.
+    feed_gather_ms: float | None = Field(default=None, ge=1, le=1000)
 
     # `authoric serve` processes; unset: one per core, at most 3
     workers: int | None = None

@@ -11,11 +11,16 @@ from pydantic import ValidationError
 from authoric.settings import Settings
 
 
-@pytest.mark.parametrize("value", ["0", "-1"])
-def test_an_operator_who_sets_no_positive_sse_ping_interval_is_refused_at_start(
-        monkeypatch: pytest.MonkeyPatch, value: str) -> None:
-    monkeypatch.setenv("AUTHORIC_SSE_PING_INTERVAL", value)
-    with pytest.raises(ValidationError, match="AUTHORIC_SSE_PING_INTERVAL"):
+@pytest.mark.parametrize(("variable", "value"), [
+    ("AUTHORIC_SSE_PING_INTERVAL", "0"), ("AUTHORIC_SSE_PING_INTERVAL", "-1"),
+    # the feed's gathering: 1 to 1,000 ms
+    ("AUTHORIC_FEED_GATHER_MS", "0"), ("AUTHORIC_FEED_GATHER_MS", "-5"),
+    ("AUTHORIC_FEED_GATHER_MS", "1001"), ("AUTHORIC_FEED_GATHER_MS", "soon"),
+])
+def test_an_operator_who_sets_a_value_the_server_cannot_use_is_refused_at_start_by_its_name(
+        monkeypatch: pytest.MonkeyPatch, variable: str, value: str) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValidationError, match=variable):
         Settings()
 
 
@@ -38,3 +43,10 @@ def test_an_operator_sets_a_knob_by_its_field_name_in_capitals(
     monkeypatch.setenv("AUTHORIC_LOGIN_ACCOUNT_LIMIT", "4")
     settings = Settings()
     assert (settings.db_pool_size, settings.account_rate_limit) == (3, 4)
+
+
+def test_an_operator_who_sets_a_feed_gather_gets_it_and_one_who_does_not_gets_none(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings().feed_gather_ms is None
+    monkeypatch.setenv("AUTHORIC_FEED_GATHER_MS", "50")
+    assert Settings().feed_gather_ms == 50

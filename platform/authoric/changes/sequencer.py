@@ -18,19 +18,26 @@ inside each writer's commit):
 - a commit in any other process calls `nudge()` there, and that process's sequencer (a
   follower) sends one `NOTIFY authoric_pending` on its own dedicated connection, after the
   writer's commit and outside its transaction. Nudges that arrive while that NOTIFY is in
-  flight, or in the `GATHER` seconds after it, are coalesced into the next one: the leader
+  flight, or in the gathering time after it, are coalesced into the next one: the leader
   gathers that long once woken anyway, so a busy follower sends at most one NOTIFY per
   gathering, however many writes it commits;
 - SQL writes to captured tables (changes/capture.py) come from processes that are not ours:
   while any table is captured, the leader looks for unstamped rows every `CAPTURE_POLL`
-  seconds (one index-only `EXISTS`), so they wait at most that long. A NOTIFY from the
-  capture trigger would wake it sooner, but a NOTIFY at commit takes a database-wide lock
-  that serialises every notifying commit (bench.capture_cost: writes/s fell by two thirds);
+  seconds, or the operator's `feed_gather_ms` (below): one index-only `EXISTS`, so they
+  wait at most that long. A NOTIFY from the capture trigger would wake it sooner, but a
+  NOTIFY at commit takes a database-wide lock that serialises every notifying commit
+  (bench.capture_cost: writes/s fell by two thirds);
 - writes by anything else that does not nudge (a psql session, an old binary) are found by
   the safety poll, every `SAFETY_POLL` seconds.
 The event is cleared before each stamping pass, so a nudge that lands during a pass is not
 lost: it causes one more pass. Once woken, the leader gathers for `GATHER` seconds first, so
 a burst of commits is stamped (and fanned out) in one pass.
+
+An operator who would rather spend latency than feed CPU sets `AUTHORIC_FEED_GATHER_MS`: the
+leader then gathers that long once woken, and looks for captured SQL writes that often. Each
+stamping pass costs every process one wake-up and one fan-out pass however many changes it
+holds, so fewer, fuller passes cost less per change; every change waits up to that long
+more (docs/realtime.md section 15 has the measured trade).
 
 A frozen leader (a proxy or a NAT that stops forwarding its connection, TCP left open) must
 not stop the feed: nothing is stamped, and so nothing delivered by any process, while it
@@ -55,7 +62,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 
 import asyncpg
@@ -141,12 +148,18 @@ class Sequencer(DedicatedWorker):
     app_name = APP_NAME
 
     def __init__(self, settings: Settings, dsn: str, safety_poll: float = SAFETY_POLL, *,
-                 stall: float = STALL, idle_limit: float | None = IDLE_LIMIT) -> None:
+                 stall: float = STALL, idle_limit: float | None = IDLE_LIMIT,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         super().__init__(dsn, stall=stall, idle_limit=idle_limit)
         self.settings, self.safety_poll = settings, safety_poll
+        chosen = settings.feed_gather_ms
+        # How long a woken leader gathers, and how often it looks for captured SQL writes.
+        self.gather = GATHER if chosen is None else chosen / 1000
+        self.capture_poll = CAPTURE_POLL if chosen is None else chosen / 1000
+        self._sleep = sleep  # the gathering's wait (tests hold it to commit during it)
         self.wake = asyncio.Event()
         self.leader = False
-        self.capturing = False  # some table has captureSqlWrites: poll every CAPTURE_POLL
+        self.capturing = False  # some table has captureSqlWrites: poll every `capture_poll`
         self.connected = False  # for readiness: the dedicated connection is up
         self.notifies_sent = 0  # as a follower (benchmarks: how well nudges coalesce)
 
@@ -197,10 +210,10 @@ class Sequencer(DedicatedWorker):
                 async with self.answered(conn):
                     await conn.execute("SELECT pg_notify($1, '')", PENDING_CHANNEL)
                 self.notifies_sent += 1
-                # The leader it woke gathers for GATHER before stamping: a NOTIFY sooner
-                # would wake it for nothing, and each takes the database's notify lock.
-                # (Under create load: 2,700 NOTIFYs in 13 s before, 1,100 with this.)
-                await asyncio.sleep(GATHER)
+                # The leader it woke gathers before stamping: a NOTIFY sooner would wake it
+                # for nothing, and each takes the database's notify lock. (Under create
+                # load: 2,700 NOTIFYs in 13 s before, 1,100 with this.)
+                await self._sleep(self.gather)
 
     async def _lead(self, conn: asyncpg.Connection) -> None:
         self.leader = True
@@ -225,8 +238,8 @@ class Sequencer(DedicatedWorker):
                 next_capture_check = now + self.safety_poll
             if behind:
                 continue
-            if await self._woken(CAPTURE_POLL if self.capturing else self.safety_poll):
-                await asyncio.sleep(GATHER)
+            if await self._woken(self.capture_poll if self.capturing else self.safety_poll):
+                await self._sleep(self.gather)
 
     @staticmethod
     async def stamp(conn: asyncpg.Connection,
