@@ -4,8 +4,13 @@ The operator trades latency for feed CPU: the sequencer's leader, woken by a com
 long before stamping, and what is committed meanwhile shares its stamping pass and its one
 NOTIFY, so every process fans the changes out in one pass. Callers: a writer committing
 change-log rows as the write services do, and nudging the sequencer after each commit, as a
-commit in the leader's own process does. The gathering's wait is injected and held open by
-the test until the second commit is in, so nothing depends on how fast the box is.
+commit in the leader's own process does.
+
+Nothing depends on how fast the box is. The gathering's wait is injected and held open by the
+test until both commits are in. The leader is woken first by a nudge alone, so the pass it
+makes on taking the lead is over before anything is committed. Its safety poll is an hour
+away and its connection has no idle limit, so no pass runs except the one after the
+gathering.
 """
 
 from __future__ import annotations
@@ -37,7 +42,9 @@ async def test_two_commits_made_while_the_leader_gathers_for_the_operators_time_
         gathering.set()
         await released.wait()
 
-    sequencer = Sequencer(Settings(feed_gather_ms=40), url, sleep=held_sleep)
+    # No safety poll and no idle limit within the test's reach: the only pass is the gathered one.
+    sequencer = Sequencer(Settings(feed_gather_ms=40), url, safety_poll=3600, idle_limit=None,
+                          sleep=held_sleep)
     heard: list[str] = []
     listener = await asyncpg.connect(url)
     writer = await asyncpg.connect(url)
@@ -48,15 +55,14 @@ async def test_two_commits_made_while_the_leader_gathers_for_the_operators_time_
         app, org = uuid.uuid4(), uuid.uuid4()
         first, second = uuid.uuid4(), uuid.uuid4()
 
-        await writer.execute(INSERT, app, first, org)
         sequencer.nudge()
-        await asyncio.wait_for(gathering.wait(), WIDE)
-        await writer.execute(INSERT, app, second, org)
-        sequencer.nudge()
+        await asyncio.wait_for(gathering.wait(), WIDE)  # the leader is gathering
+        for row in (first, second):
+            await writer.execute(INSERT, app, row, org)
+            sequencer.nudge()
         released.set()
 
         await until(lambda: bool(heard), "nothing was stamped")
-        await until(lambda: not sequencer.wake.is_set(), "the leader never took the nudges in")
         unstamped = await writer.fetchval("SELECT count(*) FROM authoric.changes WHERE pos IS NULL")
     finally:
         released.set()
