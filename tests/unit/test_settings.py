@@ -16,6 +16,7 @@ from authoric.settings import Settings
     # the feed's gathering: 1 to 1,000 ms
     ("AUTHORIC_FEED_GATHER_MS", "0"), ("AUTHORIC_FEED_GATHER_MS", "-5"),
     ("AUTHORIC_FEED_GATHER_MS", "1001"), ("AUTHORIC_FEED_GATHER_MS", "soon"),
+    ("AUTHORIC_FEED_GATHER_MS", "nan"),  # compares false to both bounds, yet is refused
 ])
 def test_an_operator_who_sets_a_value_the_server_cannot_use_is_refused_at_start_by_its_name(
         monkeypatch: pytest.MonkeyPatch, variable: str, value: str) -> None:
@@ -47,6 +48,7 @@ def test_an_operator_sets_a_knob_by_its_field_name_in_capitals(
 
 def test_an_operator_who_sets_a_feed_gather_gets_it_and_one_who_does_not_gets_none(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AUTHORIC_FEED_GATHER_MS", raising=False)  # whatever the shell had set
     assert Settings().feed_gather_ms is None
     monkeypatch.setenv("AUTHORIC_FEED_GATHER_MS", "50")
     assert Settings().feed_gather_ms == 50
