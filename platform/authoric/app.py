@@ -33,6 +33,7 @@ from authoric.http.context import Services
 from authoric.http.cors import AppCors, app_origins
 from authoric.http.errors import install_error_handlers
 from authoric.http.front import Front, Platform
+from authoric.http.handoff import start_handoff
 from authoric.http.limits import BodyLimit, RoundTripHeader, UrlLimit
 from authoric.http.observe import Observe
 from authoric.http.table_route import TableRoutes
@@ -97,10 +98,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         source.start(hub)
         app.state.services.indexes.start_sweep()
         sampler = asyncio.create_task(counted.sample_request_pool(pool))
+        handoff = app.state.handoff = start_handoff(settings, app, counted)
         try:
             yield
         finally:
             sampler.cancel()
+            if handoff is not None:
+                handoff.stop()
             await app.state.stream_leases.stop()
             await app.state.services.indexes.stop()
             # By now uvicorn has stopped accepting, streams have ended (sse-starlette sees the

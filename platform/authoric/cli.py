@@ -78,10 +78,15 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     # Secrets exist before any worker starts: workers only read them, never race to create.
     token = ensure_secrets(settings)
     workers = args.workers or settings.workers or default_workers()
+    os.environ["AUTHORIC_WORKERS"] = str(workers)  # each worker's share of the streams' slots
     if workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
         # Workers' metrics live in shared files, summed when any worker is scraped.
         metrics_dir = tempfile.mkdtemp(prefix="authoric-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    if workers > 1:
+        # Where the workers hand subscribe requests to the one serving their org's streams
+        # (http/handoff.py); private to this user (mkdtemp: mode 0700).
+        os.environ["AUTHORIC_STREAM_HANDOFF_DIR"] = tempfile.mkdtemp(prefix="authoric-streams-")
     announce(f"http://{args.host}:{args.port}", token)
     # uvicorn re-raises the signal that stopped it once it has shut down gracefully; with
     # these handlers in place that is a no-op, so we return 0 and atexit stops the embedded

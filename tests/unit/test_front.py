@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from starlette.datastructures import State
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from authoric.errors import InternalError
@@ -26,7 +27,7 @@ class Recorder:
 def served_by(method: str, path: str, kind: str = "http") -> tuple[str, dict[str, Any]]:
     full, edge = Recorder(), Recorder()
     request = scope(method, path, kind)
-    asyncio.run(TableFront(full, edge, table_routes())(request, None, None))  # type: ignore[arg-type]
+    asyncio.run(TableFront(full, edge, table_routes(), State())(request, None, None))  # type: ignore[arg-type]
     assert len(full.paths) + len(edge.paths) == 1
     return ("edge" if edge.paths else "full"), request
 

@@ -31,6 +31,7 @@ import time
 from typing import Any, NamedTuple
 
 from fastapi import FastAPI
+from starlette.datastructures import State
 from starlette.middleware.errors import ServerErrorMiddleware
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -38,6 +39,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from authoric.errors import InternalError, PayloadTooLarge
 from authoric.http.admin_audit import AdminAudit
 from authoric.http.cors import AppCors, OriginsOf, add_cors_headers, allowed_origin
+from authoric.http.handoff import handed_over
 from authoric.http.limits import (
     BodyLimit,
     RoundTripHeader,
@@ -111,10 +113,11 @@ class TableEdge:
 
 
 class TableFront:
-    """Table requests to `edge`, everything else to `full`."""
+    """Table requests to `edge`; a stream due to another worker to that worker, before anything
+    here has looked at it (http/handoff.py); everything else to `full`."""
 
-    def __init__(self, full: ASGIApp, edge: ASGIApp, tables: TableRoutes) -> None:
-        self.full, self.edge, self.tables = full, edge, tables
+    def __init__(self, full: ASGIApp, edge: ASGIApp, tables: TableRoutes, state: State) -> None:
+        self.full, self.edge, self.tables, self.state = full, edge, tables, state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -122,6 +125,8 @@ class TableFront:
             if match is Match.FULL:
                 scope.update(child)
                 await self.edge(scope, receive, send)
+                return
+            if await handed_over(self.state, scope, receive, send):
                 return
         await self.full(scope, receive, send)
 
@@ -136,8 +141,9 @@ class Front(NamedTuple):
 
 
 class Platform(FastAPI):
-    """FastAPI, with table requests served by `TableEdge` once `front` is set, and streams'
-    frames sent past the full stack's middlewares (`BodySend`, http/subscribe.py)."""
+    """FastAPI, with table requests served by `TableEdge` once `front` is set, streams'
+    frames sent past the full stack's middlewares (`BodySend`, http/subscribe.py), and streams
+    due to another worker handed to it (`TableFront`, http/handoff.py)."""
 
     front: Front | None = None
 
@@ -165,4 +171,4 @@ class Platform(FastAPI):
         edge = TableEdge(self.front.tables, (by_type, by_status), self.front.metrics,
                          self.front.origins_of, self.front.body_limit)
         caught = ServerErrorMiddleware(edge, handler=error_handler, debug=self.debug)
-        return TableFront(full, caught, self.front.tables)
+        return TableFront(full, caught, self.front.tables, self.state)

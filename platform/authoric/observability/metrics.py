@@ -163,6 +163,11 @@ class Metrics:
             "authoric_sse_streams_closed_by_server",
             "streams the server ended, by reason (overflow: the reader was too slow)",
             ["reason"], registry=r)
+        self.stream_handoffs = Counter(
+            "authoric_sse_stream_handoffs",
+            "subscribe requests due to another worker's slot (http/handoff.py), by outcome "
+            "(sent: handed to it; kept: served here, that worker could not take it)",
+            ["outcome"], registry=r)
         self.feed_latency = Histogram(
             "authoric_feed_latency_seconds",
             "live feed: from a change's write to its socket write, per delivery (delivered); "
