@@ -181,10 +181,14 @@ class Handoff:
         from uvicorn.server import ServerState
 
         trusted = self._settings.trusted_proxies.strip()
-        config = uvicorn.Config(self._app, log_config=None, proxy_headers=bool(trusted),
+        config = uvicorn.Config(self._app, interface="asgi3", log_config=None,
+                                proxy_headers=bool(trusted),
                                 forwarded_allow_ips=trusted or None)
         config.load()
         state = ServerState()
+        # The server header, as the worker's server sends it (its date header, refreshed by
+        # that server's clock tick, is left out).
+        state.default_headers = list(config.encoded_headers)
         self._connections = state.connections
 
         def protocol() -> asyncio.Protocol:
