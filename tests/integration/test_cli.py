@@ -374,19 +374,25 @@ def child_pids(pid: int) -> list[int]:
     return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
+def listening_workers(served: Served) -> tuple[int, list[int]]:
+    """The server's port and its workers' pids, once both workers listen (or the wait ran
+    out: /healthz answered, so one worker is up)."""
+    port = int(served.url.rsplit(":", 1)[1])
+    deadline = time.monotonic() + SERVE_TIMEOUT
+    while len(tcp_sockets(port, "0A")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return port, [pid for pid in child_pids(served.process.pid)
+                  if socket_inodes(pid) & tcp_sockets(port, "0A")]
+
+
 def test_clients_of_an_operator_serving_two_workers_are_spread_over_both(
         database_url: str, tmp_path: Path) -> None:
     """Each worker listens on a socket of its own (SO_REUSEPORT), so a burst of connections
     is shared by the kernel instead of going to whichever worker woke first."""
-    env = bare_env(DATABASE_URL=database_url, AUTHORIC_DATA_DIR=str(tmp_path / "data"))
-    served = serve(env, tmp_path / "serve.out", "--workers", "2")
+    served = serve(bare_env(DATABASE_URL=database_url, AUTHORIC_DATA_DIR=str(tmp_path / "data")),
+                   tmp_path / "serve.out", "--workers", "2")
     try:
-        port = int(served.url.rsplit(":", 1)[1])
-        deadline = time.monotonic() + SERVE_TIMEOUT  # /healthz answered: one worker is up
-        while len(tcp_sockets(port, "0A")) < 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        workers = [pid for pid in child_pids(served.process.pid)
-                   if socket_inodes(pid) & tcp_sockets(port, "0A")]
+        port, workers = listening_workers(served)
         assert len(workers) == 2 and len(tcp_sockets(port, "0A")) == 2
         clients = [httpx.Client(base_url=served.url, timeout=30) for _ in range(32)]
         try:

@@ -5,21 +5,13 @@ gave the connection to, and each stream still receives its org's changes."""
 from __future__ import annotations
 
 import contextlib
-import time
 import uuid
 from pathlib import Path
 
 import httpx
 
 from authoric.http.handoff import slot_of
-from tests.integration.test_cli import (
-    SERVE_TIMEOUT,
-    bare_env,
-    child_pids,
-    serve,
-    socket_inodes,
-    tcp_sockets,
-)
+from tests.integration.test_cli import bare_env, listening_workers, serve, socket_inodes
 from tests.scenario import AppWorld, expect
 from tests.servers import ServerProcess
 from tests.sse import SSEClient
@@ -52,12 +44,7 @@ def test_every_stream_of_an_org_is_held_by_one_worker_and_gets_its_changes(
     env = bare_env(DATABASE_URL=database_url, AUTHORIC_DATA_DIR=str(tmp_path / "data"))
     served = serve(env, tmp_path / "serve.out", "--workers", "2")
     try:
-        port = int(served.url.rsplit(":", 1)[1])
-        deadline = time.monotonic() + SERVE_TIMEOUT  # /healthz answered: one worker is up
-        while len(tcp_sockets(port, "0A")) < 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        workers = [pid for pid in child_pids(served.process.pid)
-                   if socket_inodes(pid) & tcp_sockets(port, "0A")]
+        port, workers = listening_workers(served)
         assert len(workers) == 2
         token = (tmp_path / "data" / "admin_token").read_text().strip()
         with httpx.Client(base_url=served.url, timeout=30) as client:

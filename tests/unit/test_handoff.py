@@ -14,7 +14,7 @@ import jwt
 import pytest
 from starlette.types import Message, Receive, Scope, Send
 
-from authoric.http.handoff import Handoff, request_head, slot_of, stream_org
+from authoric.http.handoff import Handoff, request_head, slot_of, start_handoff, stream_org
 from authoric.observability.metrics import Metrics
 from authoric.settings import Settings
 
@@ -161,3 +161,21 @@ def test_a_worker_started_while_every_slot_is_held_takes_the_first_one_freed(
         second.stop()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("settings", [
+    {"stream_handoff_dir": "gone", "workers": 2},  # a directory that is not there
+    {"stream_handoff_dir": ".", "workers": 1},
+    {"stream_handoff_dir": ".", "workers": 2, "stream_routing": "off"},
+    {"workers": 2},  # not started by `authoric serve`
+])
+def test_a_worker_that_cannot_or_need_not_route_serves_every_stream_itself(
+        tmp_path: Path, settings: dict[str, Any]) -> None:
+    if "stream_handoff_dir" in settings:
+        settings["stream_handoff_dir"] = tmp_path / settings["stream_handoff_dir"]
+
+    async def started() -> Handoff | None:
+        return start_handoff(Settings(**settings), ServedBy("w"), Metrics())
+
+    assert asyncio.run(started()) is None
+    assert list(tmp_path.iterdir()) == []

@@ -154,8 +154,15 @@ class Handoff:
             except BlockingIOError:
                 os.close(fd)
                 continue
+            try:
+                self._listen(slot)
+            except OSError as exc:
+                # Nobody can hand this worker a stream: the others serve this slot's orgs
+                # themselves, as they do while it is free.
+                os.close(fd)
+                log.warning("not receiving streams of slot %d: %s", slot, exc)
+                return True
             self._lock, self.slot = fd, slot
-            self._listen()
             log.info("serving the streams of slot %d of %d", slot, self.slots)
             return True
         return False
@@ -165,8 +172,8 @@ class Handoff:
         while not self._take_slot():
             await asyncio.sleep(RETAKE)
 
-    def _listen(self) -> None:
-        path = self._slot_path("sock")
+    def _listen(self, slot: int) -> None:
+        path = self._slot_path("sock", slot)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)  # the socket of this slot's previous holder, which is gone
         inbox = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -204,6 +211,9 @@ class Handoff:
                 head, fds, flags, _ = socket.recv_fds(self._inbox, MAX_HEAD, 1)
             except (BlockingIOError, InterruptedError):
                 return
+            except OSError:
+                log.exception("receiving a handed-over stream failed")
+                return
             if len(fds) != 1 or flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
                 for fd in fds:
                     os.close(fd)
@@ -214,7 +224,11 @@ class Handoff:
 
     async def _serve(self, fd: int, head: bytes) -> None:
         assert self._protocol is not None
-        connection = socket.socket(fileno=fd)
+        try:
+            connection = socket.socket(fileno=fd)
+        except OSError:
+            os.close(fd)  # not a socket: nothing a worker of ours sends
+            return
         try:
             connection.setblocking(False)
             _, protocol = await asyncio.get_running_loop().connect_accepted_socket(
@@ -291,5 +305,10 @@ def start_handoff(settings: Settings, app: ASGIApp, metrics: Metrics) -> Handoff
     if settings.stream_routing != "org" or directory is None or slots < 2:
         return None
     handoff = Handoff(directory, slots, app, settings, metrics)
-    handoff.start()
+    try:
+        handoff.start()
+    except OSError as exc:  # the directory is gone or not ours: serve every stream here
+        log.warning("streams are not routed by org: %s", exc)
+        handoff.stop()
+        return None
     return handoff
