@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -85,8 +87,10 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     if workers > 1:
         # Where the workers hand subscribe requests to the one serving their org's streams
-        # (http/handoff.py); private to this user (mkdtemp: mode 0700).
-        os.environ["AUTHORIC_STREAM_HANDOFF_DIR"] = tempfile.mkdtemp(prefix="authoric-streams-")
+        # (http/handoff.py); private to this user (mkdtemp: mode 0700), gone when serve ends.
+        handoff_dir = tempfile.mkdtemp(prefix="authoric-streams-")
+        atexit.register(shutil.rmtree, handoff_dir, ignore_errors=True)
+        os.environ["AUTHORIC_STREAM_HANDOFF_DIR"] = handoff_dir
     announce(f"http://{args.host}:{args.port}", token)
     # uvicorn re-raises the signal that stopped it once it has shut down gracefully; with
     # these handlers in place that is a no-op, so we return 0 and atexit stops the embedded

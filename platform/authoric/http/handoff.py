@@ -254,7 +254,13 @@ class Handoff:
         head = request_head(scope)
         if sock is None or transport.is_closing() or len(head) > MAX_HEAD:
             return False
-        sent = await self._send(slot, head, sock.fileno())
+        # A descriptor of our own for the connection, taken before anything is awaited: the
+        # transport's may be closed meanwhile, and its number given to another socket.
+        fd = os.dup(sock.fileno())
+        try:
+            sent = await self._send(slot, head, fd)
+        finally:
+            os.close(fd)
         self.metrics.stream_handoffs.labels("sent" if sent else "kept").inc()
         if sent:
             transport.close()  # closes this worker's descriptor only: the receiver holds one
