@@ -46,6 +46,8 @@ import jwt
 from starlette.datastructures import State
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from authoric.auth.principals import bearer
+from authoric.errors import Unauthenticated
 from authoric.observability.metrics import Metrics
 from authoric.settings import Settings
 
@@ -68,12 +70,10 @@ def stream_org(scope: Scope) -> str | None:
 
 
 def _org_claim(authorization: bytes) -> str | None:
-    scheme, _, token = authorization.partition(b" ")
-    if scheme.lower() != b"bearer":
-        return None
     try:
-        claims = jwt.decode(token.strip(), options={"verify_signature": False})
-    except jwt.InvalidTokenError:
+        token = bearer(authorization.decode("latin-1"))
+        claims = jwt.decode(token, options={"verify_signature": False})
+    except (Unauthenticated, jwt.InvalidTokenError):
         return None
     org = claims.get("org")
     return org if isinstance(org, str) else None
