@@ -170,10 +170,17 @@ def _heard_here(view: _AppView, change: Change) -> bool:
     subs = view.subscribers.get(change.table)
     if not subs:
         return False
-    group = view.groups.get(change.table)
-    if group is None:
-        group = view.groups[change.table] = _group(change.table, subs)
+    group = _table_group(view, change.table, subs)
     return change.org_uid in group.classes or OPERATOR in group.members
+
+
+def _table_group(view: _AppView, table: str, subs: set[Subscriber]) -> _Group:
+    """The table's read classes and their subscribers, grouped once until a stream comes,
+    goes or changes class (`subs`: the table's subscribers, not empty)."""
+    group = view.groups.get(table)
+    if group is None:
+        group = view.groups[table] = _group(table, subs)
+    return group
 
 
 def read_class(snapshot: AppSnapshot, table: str, sub: Subscriber) -> Hashable:
@@ -399,9 +406,7 @@ class Hub:
             for sub in list(subs):
                 sub.close("table_dropped")
             return
-        group = view.groups.get(table)
-        if group is None:
-            group = view.groups[table] = _group(table, subs)
+        group = _table_group(view, table, subs)
         members = group.members
         memo = view.memos[table]
         for start in range(0, len(batch), JUDGE_BATCH):
