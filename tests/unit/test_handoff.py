@@ -27,10 +27,11 @@ def token(**claims: Any) -> bytes:
 
 
 def request(path: str, authorization: bytes | None = None, method: str = "GET",
-            query: bytes = b"") -> dict[str, Any]:
+            query: bytes = b"", extra: tuple[tuple[bytes, bytes], ...] = ()) -> dict[str, Any]:
     headers = [(b"host", b"127.0.0.1"), (b"accept", b"text/event-stream")]
     if authorization is not None:
         headers.append((b"authorization", authorization))
+    headers.extend(extra)
     return {"type": "http", "method": method, "path": path, "raw_path": path.encode(),
             "query_string": query, "headers": headers, "http_version": "1.1"}
 
@@ -39,6 +40,19 @@ def test_a_subscribers_stream_is_routed_by_the_org_its_token_names() -> None:
     scope = request("/shop/autocrud/invoices/subscribe", b"Bearer " + token(org=ORG))
     assert stream_org(scope) == ORG
     assert stream_org(request("/shop/subscribe", b"bearer " + token(org=ORG))) == ORG
+
+
+@pytest.mark.parametrize(("body", "routed"), [
+    ((b"content-length", b"12"), False),
+    ((b"transfer-encoding", b"chunked"), False),
+    ((b"content-length", b"0"), True),
+])
+def test_a_subscribe_request_carrying_a_body_is_answered_where_it_came_in(
+        body: tuple[bytes, bytes], routed: bool) -> None:
+    """The worker may have read part of the body already, which the head alone would lose."""
+    scope = request("/shop/autocrud/invoices/subscribe", b"Bearer " + token(org=ORG),
+                    extra=(body,))
+    assert (stream_org(scope) == ORG) is routed
 
 
 @pytest.mark.parametrize(("path", "authorization", "method"), [

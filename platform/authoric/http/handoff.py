@@ -23,9 +23,10 @@ when the slot's worker is down, has not taken its slot yet or lets its queue sta
 worker that received the request serves it itself, as without routing. The org is read from
 the token unverified: it only picks the worker, which then authenticates the request as any
 other, so a forged token can choose no more than which worker refuses it. Not routed: the
-operator's feed (`/admin/...`, every org), requests without a bearer token, and requests
-over TLS terminated in this server (an encrypted connection cannot change hands; Authoric
-serves plain HTTP behind a proxy that terminates TLS).
+operator's feed (`/admin/...`, every org), requests without a bearer token, requests with a
+body (this worker may have read part of it), and requests over TLS terminated in this
+server (an encrypted connection cannot change hands; Authoric serves plain HTTP behind a
+proxy that terminates TLS).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ log = logging.getLogger("authoric.handoff")
 MAX_HEAD = 65_536  # bytes of request head handed on; a longer head is served where it came in
 PATIENCE = 1.0  # seconds a full queue of the slot's worker is waited out before serving here
 RETAKE = 1.0  # seconds between tries to take a slot while all are held
+BODY_HEADERS = (b"content-length", b"transfer-encoding")
 
 
 def stream_org(scope: Scope) -> str | None:
@@ -63,10 +65,15 @@ def stream_org(scope: Scope) -> str | None:
     path: str = scope["path"]
     if scope["method"] != "GET" or not path.endswith("/subscribe") or path.startswith("/admin/"):
         return None
+    org = None
     for name, value in scope["headers"]:
         if name == b"authorization":
-            return _org_claim(value)
-    return None
+            org = _org_claim(value)
+        elif name in BODY_HEADERS and value.strip() != b"0":
+            # A body, part of which this worker may have read already: the request stays here,
+            # where the route answers it as without routing.
+            return None
+    return org
 
 
 def _org_claim(authorization: bytes) -> str | None:
