@@ -5,6 +5,10 @@ halves over real sockets, as uvicorn serves it there."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -73,7 +77,15 @@ def test_requests_that_name_no_org_stream_are_served_where_they_came_in(
 def test_every_worker_computes_the_same_slot_for_an_org_and_orgs_spread_over_the_slots() -> None:
     orgs = [str(uuid.UUID(int=i * 7919)) for i in range(1000)]
     slots = [slot_of(org, 2) for org in orgs]
-    assert slots == [slot_of(org, 2) for org in orgs]
+    # Each worker is a process of its own, with its own string-hash seed.
+    for seed in ("1", "2"):
+        other = subprocess.run(
+            [sys.executable, "-c", "import json, sys, uuid; from authoric.http.handoff import "
+             "slot_of; print(json.dumps([slot_of(str(uuid.UUID(int=i * 7919)), 2) "
+             "for i in range(1000)]))"],
+            env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, check=True,
+            timeout=60)
+        assert json.loads(other.stdout) == slots
     assert 400 < slots.count(0) < 600
     assert {slot_of(org, 3) for org in orgs} == {0, 1, 2}
 
