@@ -49,6 +49,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from authoric.auth.principals import bearer
 from authoric.errors import Unauthenticated
+from authoric.http.wire import transport_of
 from authoric.observability.metrics import Metrics
 from authoric.settings import Settings
 
@@ -101,15 +102,6 @@ def request_head(scope: Scope) -> bytes:
                                  scope["http_version"].encode())]
     lines += [name + b": " + value for name, value in scope["headers"]]
     return b"\r\n".join(lines) + b"\r\n\r\n"
-
-
-def _transport(send: Send) -> Any:
-    """The connection's transport behind the server's own `send` (uvicorn's request cycle
-    keeps it as `transport`); None when `send` is not uvicorn's."""
-    transport = getattr(getattr(send, "__self__", None), "transport", None)
-    if transport is None or not hasattr(transport, "get_extra_info"):
-        return None
-    return transport
 
 
 class Handoff:
@@ -254,7 +246,7 @@ class Handoff:
         if org is None:
             return False
         slot = slot_of(org, self.slots)
-        transport = _transport(send)
+        transport = transport_of(send)
         if slot == self.slot or transport is None or transport.get_extra_info("sslcontext"):
             return False
         sock = transport.get_extra_info("socket")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -25,9 +25,11 @@ from authoric.http.admin import require_admin
 from authoric.http.autocrud import governed
 from authoric.http.context import services
 from authoric.http.lean import LeanRoute
+from authoric.http.wire import ChunkWriter, chunk_writer
 from authoric.observability.metrics import Metrics
 from authoric.plan.request import parse_expand
-from authoric.realtime.stream import Stream, StreamRequest
+from authoric.realtime.judge import Frame
+from authoric.realtime.stream import NONE_WRITTEN, Stream, StreamRequest
 from authoric.records.expand import expansion_tree
 from authoric.records.gate import admit
 
@@ -131,7 +133,12 @@ class StreamResponse(EventSourceResponse):
     Each chunk of frames the stream yields (already encoded, everything queued in one chunk)
     goes out in one `send`, straight to the server (`BodySend`), and is counted in plain
     numbers (observability/metrics.py, `FeedTally`): open streams, frames by type, the
-    `delivered` latency, and why the server ended the stream."""
+    `delivered` latency, and why the server ended the stream.
+
+    While the task waits with nothing queued, the hub writes live frames itself
+    (`_deliver_now`, through http/wire.py): the same bytes and tallies, without waking the
+    task. A stream then costs the hub a write per frame, not a task switch and a trip through
+    the frames generator and the server's `send`."""
 
     def __init__(self, stream: Stream, metrics: Metrics) -> None:
         self.frames = stream.frames()
@@ -144,6 +151,26 @@ class StreamResponse(EventSourceResponse):
         self.stream = stream
         self._task: asyncio.Task[Any] | None = None
         self._ended_by = ""  # "disconnect" or "shutdown" once one of them cancels the task
+        self._writer: ChunkWriter | None = None  # set once the response has started
+        principal = stream.req.principal
+        self._expires = (principal.expires_at if principal else None) or float("inf")
+
+    def _deliver_now(self, frames: Sequence[Frame]) -> bool:
+        """The hub's frames for this idle stream, written on the hub's turn (Subscriber.direct):
+        no wake-up of the stream's task, the same bytes and tallies as its loop below. False
+        (nothing written) when they must go through the task instead: the token has expired
+        (the task sends `reauth`, not them), or the writer would have to wait."""
+        stream, writer = self.stream, self._writer
+        if writer is None or not writer.ready() or time.time() >= self._expires:
+            return False
+        chunk, _ = stream.pack(frames)
+        if chunk:
+            writer.write(chunk)
+            tally = self.metrics.feed
+            tally.count_frames(chunk)
+            tally.delivered(stream.written, time.time())
+            stream.written = NONE_WRITTEN
+        return True
 
     def end(self, why: str) -> None:
         """Stop the stream from outside its task (the client left, or the server stops)."""
@@ -178,6 +205,9 @@ class StreamResponse(EventSourceResponse):
             await send({"type": "http.response.start", "status": self.status_code,
                         "headers": list(self.raw_headers)})
             self._response_started = True
+            self._writer = chunk_writer(body_send)
+            if self._writer is not None:
+                stream.sub.direct = self._deliver_now
             async for chunk in frames:
                 tally.count_frames(chunk)
                 await body_send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -191,6 +221,7 @@ class StreamResponse(EventSourceResponse):
                 raise
         finally:
             self._task = None  # no cancel from now on: it could land outside this response
+            stream.sub.direct = None
             registry.responses.discard(self)
             listener.cancel()
             aclose = getattr(frames, "aclose", None)

@@ -69,22 +69,35 @@ class Subscriber:
     expand: ExpandPaths = ()  # `?expand=` of a per-table stream
     closed: bool = False
     reason: str = ""
+    # Set by the stream's response (http/subscribe.py): writes frames to the connection from
+    # the hub's turn, or says False (nothing written) when they must wait in the queue. Used
+    # only while the stream's task waits with nothing queued, so everything before them has
+    # been written: the order on the wire is the order offered.
+    direct: Callable[[Sequence[Frame]], bool] | None = None
     _items: deque[Frame] | None = field(default=None, init=False, repr=False)
     _waiter: asyncio.Future[None] | None = field(default=None, init=False, repr=False)
     _timer: asyncio.TimerHandle | None = field(default=None, init=False, repr=False)
     _until: float = field(default=0.0, init=False, repr=False)
     _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
 
-    def offer(self, item: Frame) -> None:
+    def offer(self, frames: Sequence[Frame]) -> None:
+        """Deliver `frames` (in position order): written at once by `direct` when the stream
+        waits idle and its writer can write without waiting, else queued for the stream's task
+        (one past `limit` ends the stream with `overflow`)."""
         if self.closed:
             return
         items = self._items
         if items is None:
+            waiter, direct = self._waiter, self.direct
+            if (direct is not None and waiter is not None and not waiter.done()
+                    and direct(frames)):
+                return
             items = self._items = deque()
-        elif self.limit and len(items) >= self.limit:
-            self.close("overflow")
-            return
-        items.append(item)
+        for item in frames:
+            if self.limit and len(items) >= self.limit:
+                self.close("overflow")
+                return
+            items.append(item)
         self._wake()
 
     def close(self, reason: str) -> None:
@@ -358,8 +371,7 @@ class Hub:
                         sub.close("error")
                     await conns.failed()
         for sub, lists in pending.items():
-            for item in heapq.merge(*lists, key=lambda f: f.pos):
-                sub.offer(item)
+            sub.offer(list(heapq.merge(*lists, key=lambda f: f.pos)))
 
     async def _current(self, conns: _Connections, app_uid: uuid.UUID,
                        known: int | None = None) -> AppSnapshot | None:
@@ -424,8 +436,7 @@ class Hub:
                     if len(sub.tables) > 1:
                         pending[sub].append(items)
                         continue
-                    for item in items:
-                        sub.offer(item)
+                    sub.offer(items)
             await asyncio.sleep(0)  # let streams drain their queues between chunks
 
     async def judge(self, conns: _Connections, snapshot: AppSnapshot, table: CompiledTable,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections import defaultdict, deque
-from collections.abc import AsyncIterator, Sequence
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,7 +110,7 @@ class Stream:
                 items = sub.take()
                 if items is None:
                     continue  # a ping or the token's expiry is due
-                chunk, ended = self._pack(items)
+                chunk, ended = self.pack(items)
                 if chunk:
                     yield chunk
                     self.written = NONE_WRITTEN
@@ -119,9 +119,9 @@ class Stream:
         finally:
             self.close()
 
-    def _pack(self, items: deque[Frame]) -> tuple[bytes, bool]:
-        """Everything queued as one write (not one write per frame), and whether the stream
-        must end; `written` gets the frames' write times."""
+    def pack(self, items: Iterable[Frame]) -> tuple[bytes, bool]:
+        """Frames as one write (not one write per frame), skipping those already sent (by the
+        replay), and whether the stream must end; `written` gets the frames' write times."""
         out: list[bytes] = []
         stamps: list[float] = []
         for item in items:

@@ -1,0 +1,193 @@
+"""Live frames written by the hub itself while a stream waits idle (realtime/hub.py
+`Subscriber.offer`, http/wire.py): what the stream's client receives, and when the frames go
+through the stream's task instead. The writer is exercised on a real uvicorn server and a
+real socket, as `authoric serve` runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import uvicorn
+from starlette.types import Receive, Scope, Send
+
+from authoric.http.wire import ChunkWriter, chunk_writer
+from authoric.realtime.hub import Subscriber
+from authoric.realtime.judge import Frame
+
+FRAMES = [Frame(5, b"id: 5\ndata: {}\n\n"), Frame(6, b"id: 6\ndata: {}\n\n")]
+
+
+def subscriber(direct: Callable[[Sequence[Frame]], bool] | None, limit: int = 100) -> Subscriber:
+    sub = Subscriber(uuid.uuid4(), ("notes",), None, limit)
+    sub.direct = direct
+    return sub
+
+
+async def waiting(sub: Subscriber) -> asyncio.Task[None]:
+    """The stream's task, waiting for frames as its live loop does."""
+    task = asyncio.get_running_loop().create_task(sub.wait(1e12))
+    while sub._waiter is None:
+        await asyncio.sleep(0)
+    return task
+
+
+def test_frames_for_a_stream_waiting_idle_are_written_by_the_hub_without_waking_it() -> None:
+    written: list[list[Frame]] = []
+
+    async def run() -> None:
+        sub = subscriber(lambda frames: written.append(list(frames)) is None)
+        task = await waiting(sub)
+        sub.offer(FRAMES)
+        await asyncio.sleep(0)
+        assert not task.done() and sub.take() is None
+        task.cancel()
+
+    asyncio.run(run())
+    assert written == [FRAMES]
+
+
+def test_frames_the_writer_cannot_write_now_wait_in_the_queue_and_wake_the_stream() -> None:
+    async def run() -> None:
+        sub = subscriber(lambda frames: False)  # the client stopped reading
+        task = await waiting(sub)
+        sub.offer(FRAMES)
+        await asyncio.wait_for(task, 60)
+        assert list(sub.take() or ()) == FRAMES
+
+    asyncio.run(run())
+
+
+def test_frames_for_a_stream_whose_task_is_busy_are_queued_behind_what_it_writes() -> None:
+    written: list[Sequence[Frame]] = []
+    sub = subscriber(lambda frames: written.append(frames) is None)
+    sub.offer(FRAMES[:1])  # the task is writing (not waiting): this one is queued
+    sub.offer(FRAMES[1:])  # and so is the next, behind it, though no task waits yet
+    assert written == [] and list(sub.take() or ()) == FRAMES
+
+
+def test_frames_past_the_queue_limit_end_the_stream_with_overflow() -> None:
+    sub = subscriber(None, limit=1)
+    sub.offer(FRAMES)
+    assert (sub.closed, sub.reason) == (True, "overflow")
+
+
+@asynccontextmanager
+async def served(app: Callable[[Scope, Receive, Send], Any], http: str) -> AsyncIterator[int]:
+    """`app` on a real uvicorn server on loopback; yields its port."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, http=http, lifespan="off",
+                            log_config=None, access_log=False)
+    server = uvicorn.Server(config)
+    task = asyncio.get_running_loop().create_task(server.serve())
+    while not server.started:
+        assert not task.done(), "the server did not start"
+        await asyncio.sleep(0.01)
+    try:
+        yield server.servers[0].sockets[0].getsockname()[1]
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 60)
+
+
+def chunked_body(raw: bytes) -> bytes:
+    """The body of a chunked HTTP/1.1 response read to its end."""
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    assert b"transfer-encoding: chunked" in head.lower()
+    body = b""
+    while True:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            return body
+        body, rest = body + rest[:size], rest[size + 2:]
+
+
+def test_chunks_the_writer_writes_reach_the_client_as_the_response_body() -> None:
+    """A stream's client reads the writer's chunks as it would read `send`'s."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        writer = chunk_writer(send)
+        assert writer is not None and writer.ready()
+        writer.write(b"data: one\n\n")
+        await send({"type": "http.response.body", "body": b"data: two\n\n", "more_body": True})
+        writer.write(b"data: three\n\n")
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def run() -> bytes:
+        async with served(app, "httptools") as port:
+            return await asyncio.to_thread(fetch, port)
+
+    assert chunked_body(asyncio.run(run())) == b"data: one\n\ndata: two\n\ndata: three\n\n"
+
+
+def test_the_writer_stops_when_the_client_stops_reading_and_loses_nothing() -> None:
+    """A client that does not read fills the socket buffers; the writer then says it cannot
+    write (the frames would wait in the stream's bounded queue), instead of buffering them
+    without end. Once the client reads again it gets every byte written."""
+    chunk = b"x" * 65_536
+    state: dict[str, Any] = {}
+    stalled = asyncio.Event()
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        writer = chunk_writer(send)
+        assert writer is not None
+        count = 0
+        while writer.ready() and count < 10_000:  # 655 MB: far past any socket buffer
+            writer.write(chunk)
+            count += 1
+        state["count"], state["ready"] = count, writer.ready()
+        stalled.set()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def run() -> bytes:
+        async with served(app, "httptools") as port:
+            client = socket.create_connection(("127.0.0.1", port))
+            client.sendall(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            await asyncio.wait_for(stalled.wait(), 120)  # nobody has read a byte yet
+            return await asyncio.to_thread(read_all, client)
+
+    body = chunked_body(asyncio.run(run()))
+    assert state["ready"] is False and state["count"] < 10_000
+    assert body == chunk * state["count"]
+
+
+def test_a_server_other_than_uvicorns_httptools_cycle_gets_no_writer() -> None:
+    found: list[ChunkWriter | None] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        found.append(chunk_writer(send))
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def run() -> None:
+        async with served(app, "h11") as port:
+            await asyncio.to_thread(fetch, port)
+
+    asyncio.run(run())
+
+    async def plain_send(message: Any) -> None:
+        pass
+
+    assert found == [None] and chunk_writer(plain_send) is None
+
+
+def fetch(port: int) -> bytes:
+    client = socket.create_connection(("127.0.0.1", port))
+    client.sendall(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+    return read_all(client)
+
+
+def read_all(client: socket.socket) -> bytes:
+    client.settimeout(120)
+    parts = []
+    while part := client.recv(65_536):
+        parts.append(part)
+    client.close()
+    return b"".join(parts)
