@@ -8,8 +8,9 @@ do in judge statements. The operator's feed (section 2a) is one more class, `OPE
 The source (realtime/source.py) hands the hub batches of changes in position order. For each app with
 subscribers, the hub makes sure its view of the app is current (roles, members and tables
 are re-read when the app's version moved), judges each table's part of the batch once per
-read class, and copies the frames into each subscriber's bounded queue, in position order
-across its tables. A full queue closes that stream.
+read class, and hands the frames to each subscriber in position order across its tables:
+written straight to the connection of a stream that waits idle (`Subscriber.direct`), else
+put in its bounded queue. A full queue closes that stream.
 """
 
 from __future__ import annotations
