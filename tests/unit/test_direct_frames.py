@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
+import pytest
 import uvicorn
+import uvloop
 from starlette.types import Receive, Scope, Send
 
 from authoric.http.wire import ChunkWriter, chunk_writer
@@ -20,6 +23,14 @@ from authoric.realtime.hub import Subscriber
 from authoric.realtime.judge import Frame
 
 FRAMES = [Frame(5, b"id: 5\ndata: {}\n\n"), Frame(6, b"id: 6\ndata: {}\n\n")]
+# `authoric serve` runs uvloop where it is installed (uvicorn's `auto`); asyncio otherwise.
+LOOPS = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
+T = TypeVar("T")
+
+
+def run_on(loop: str, main: Coroutine[Any, Any, T]) -> T:
+    with asyncio.Runner(loop_factory=LOOPS[loop]) as runner:
+        return runner.run(main)
 
 
 def subscriber(direct: Callable[[Sequence[Frame]], bool] | None, limit: int = 100) -> Subscriber:
@@ -70,6 +81,36 @@ def test_frames_for_a_stream_whose_task_is_busy_are_queued_behind_what_it_writes
     assert written == [] and list(sub.take() or ()) == FRAMES
 
 
+def test_frames_for_a_stream_whose_wait_has_just_ended_are_queued_for_its_task() -> None:
+    """The task's wait is over (a ping is due, or it was cancelled) but it has not run yet:
+    it may write next, so the hub must not write beside it."""
+    written: list[Sequence[Frame]] = []
+
+    async def run() -> None:
+        sub = subscriber(lambda frames: written.append(frames) is None)
+        task = await waiting(sub)
+        task.cancel()  # the wait's future is done at once; the task runs later
+        sub.offer(FRAMES)
+        assert list(sub.take() or ()) == FRAMES
+
+    asyncio.run(run())
+    assert written == []
+
+
+def test_a_writer_that_raises_costs_only_its_own_stream_the_direct_path() -> None:
+    def broken(frames: Sequence[Frame]) -> bool:
+        raise AttributeError("a server's internals moved")
+
+    async def run() -> None:
+        sub = subscriber(broken)
+        task = await waiting(sub)
+        sub.offer(FRAMES)  # no exception reaches the hub's pass
+        await asyncio.wait_for(task, 60)
+        assert list(sub.take() or ()) == FRAMES and not sub.closed and sub.direct is None
+
+    asyncio.run(run())
+
+
 def test_frames_past_the_queue_limit_end_the_stream_with_overflow() -> None:
     sub = subscriber(None, limit=1)
     sub.offer(FRAMES)
@@ -106,8 +147,11 @@ def chunked_body(raw: bytes) -> bytes:
         body, rest = body + rest[:size], rest[size + 2:]
 
 
-def test_chunks_the_writer_writes_reach_the_client_as_the_response_body() -> None:
-    """A stream's client reads the writer's chunks as it would read `send`'s."""
+@pytest.mark.parametrize("loop", LOOPS)
+def test_chunks_the_writer_writes_reach_the_client_as_the_response_body(loop: str) -> None:
+    """A stream's client reads the writer's chunks as it would read `send`'s; once the
+    response has ended the writer writes no more."""
+    after_end: list[bool] = []
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200,
@@ -117,16 +161,45 @@ def test_chunks_the_writer_writes_reach_the_client_as_the_response_body() -> Non
         writer.write(b"data: one\n\n")
         await send({"type": "http.response.body", "body": b"data: two\n\n", "more_body": True})
         writer.write(b"data: three\n\n")
+        writer.write(b"")  # nothing: an empty chunk would end the body
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+        after_end.append(writer.ready())
 
     async def run() -> bytes:
         async with served(app, "httptools") as port:
             return await asyncio.to_thread(fetch, port)
 
-    assert chunked_body(asyncio.run(run())) == b"data: one\n\ndata: two\n\ndata: three\n\n"
+    body = chunked_body(run_on(loop, run()))
+    assert body == b"data: one\n\ndata: two\n\ndata: three\n\n" and after_end == [False]
 
 
-def test_the_writer_stops_when_the_client_stops_reading_and_loses_nothing() -> None:
+@pytest.mark.parametrize("loop", LOOPS)
+def test_the_writer_stops_once_the_client_has_gone(loop: str) -> None:
+    seen: dict[str, bool] = {}
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        writer = chunk_writer(send)
+        assert writer is not None
+        seen["before"] = writer.ready()
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        seen["after"] = writer.ready()
+
+    async def run() -> None:
+        async with served(app, "httptools") as port:
+            assert (await asyncio.to_thread(head_then_leave, port)).startswith(b"HTTP/1.1 200")
+            deadline = time.monotonic() + 120
+            while "after" not in seen:
+                assert time.monotonic() < deadline, "the server never saw the client leave"
+                await asyncio.sleep(0.01)
+
+    run_on(loop, run())
+    assert seen == {"before": True, "after": False}
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_the_writer_stops_when_the_client_stops_reading_and_loses_nothing(loop: str) -> None:
     """A client that does not read fills the socket buffers; the writer then says it cannot
     write (the frames would wait in the stream's bounded queue), instead of buffering them
     without end. Once the client reads again it gets every byte written."""
@@ -139,7 +212,7 @@ def test_the_writer_stops_when_the_client_stops_reading_and_loses_nothing() -> N
         writer = chunk_writer(send)
         assert writer is not None
         count = 0
-        while writer.ready() and count < 10_000:  # 655 MB: far past any socket buffer
+        while writer.ready() and count < 500:  # 33 MB: far past the socket buffers
             writer.write(chunk)
             count += 1
         state["count"], state["ready"] = count, writer.ready()
@@ -153,12 +226,13 @@ def test_the_writer_stops_when_the_client_stops_reading_and_loses_nothing() -> N
             await asyncio.wait_for(stalled.wait(), 120)  # nobody has read a byte yet
             return await asyncio.to_thread(read_all, client)
 
-    body = chunked_body(asyncio.run(run()))
-    assert state["ready"] is False and state["count"] < 10_000
+    body = chunked_body(run_on(loop, run()))
+    assert state["ready"] is False and state["count"] < 500
     assert body == chunk * state["count"]
 
 
-def test_a_server_other_than_uvicorns_httptools_cycle_gets_no_writer() -> None:
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_server_other_than_uvicorns_httptools_cycle_gets_no_writer(loop: str) -> None:
     found: list[ChunkWriter | None] = []
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
@@ -170,12 +244,22 @@ def test_a_server_other_than_uvicorns_httptools_cycle_gets_no_writer() -> None:
         async with served(app, "h11") as port:
             await asyncio.to_thread(fetch, port)
 
-    asyncio.run(run())
+    run_on(loop, run())
 
     async def plain_send(message: Any) -> None:
         pass
 
     assert found == [None] and chunk_writer(plain_send) is None
+
+
+def head_then_leave(port: int) -> bytes:
+    """Ask, read the response's head, and close the connection without reading the body."""
+    client = socket.create_connection(("127.0.0.1", port))
+    client.sendall(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+    client.settimeout(120)
+    head = client.recv(65_536)
+    client.close()
+    return head
 
 
 def fetch(port: int) -> bytes:

@@ -159,7 +159,8 @@ class StreamResponse(EventSourceResponse):
         """The hub's frames for this idle stream, written on the hub's turn (Subscriber.direct):
         no wake-up of the stream's task, the same bytes and tallies as its loop below. False
         (nothing written) when they must go through the task instead: the token has expired
-        (the task sends `reauth`, not them), or the writer would have to wait."""
+        (the task then sends `reauth` and ends, without them), or the writer would have to
+        wait."""
         stream, writer = self.stream, self._writer
         if writer is None or not writer.ready() or time.time() >= self._expires:
             return False
@@ -221,7 +222,7 @@ class StreamResponse(EventSourceResponse):
                 raise
         finally:
             self._task = None  # no cancel from now on: it could land outside this response
-            stream.sub.direct = None
+            stream.sub.direct, self._writer = None, None
             registry.responses.discard(self)
             listener.cancel()
             aclose = getattr(frames, "aclose", None)

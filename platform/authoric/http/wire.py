@@ -22,6 +22,8 @@ from starlette.types import Send
 from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
 log = logging.getLogger("authoric.wire")
+CYCLE_STATE = ("transport", "flow", "disconnected", "response_started", "response_complete",
+               "chunked_encoding")
 
 
 class ChunkWriter:
@@ -45,6 +47,8 @@ class ChunkWriter:
         """Write `body` as one chunk (call `ready` first). A transport that fails here has lost
         its connection: the stream ends on the disconnect, and its client resumes from the
         last frame it received."""
+        if not body:  # an empty chunk is the end of the body
+            return
         try:
             self._cycle.transport.write(b"%x\r\n%b\r\n" % (len(body), body))
         except Exception:
@@ -56,6 +60,10 @@ def chunk_writer(send: Send) -> ChunkWriter | None:
     cycle and the response is chunked (a stream's always is); else None."""
     cycle = getattr(send, "__self__", None)
     if not isinstance(cycle, RequestResponseCycle):
+        return None
+    # What `ready` and `write` read; a uvicorn that renamed any of it gets no writer.
+    if not all(hasattr(cycle, name) for name in CYCLE_STATE) or not hasattr(
+            cycle.flow, "write_paused"):
         return None
     if not cycle.response_started or not cycle.chunked_encoding:
         return None

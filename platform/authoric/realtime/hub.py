@@ -91,7 +91,7 @@ class Subscriber:
         if items is None:
             waiter, direct = self._waiter, self.direct
             if (direct is not None and waiter is not None and not waiter.done()
-                    and direct(frames)):
+                    and self._written(direct, frames)):
                 return
             items = self._items = deque()
         for item in frames:
@@ -100,6 +100,18 @@ class Subscriber:
                 return
             items.append(item)
         self._wake()
+
+    def _written(self, direct: Callable[[Sequence[Frame]], bool],
+                 frames: Sequence[Frame]) -> bool:
+        """Whether `direct` wrote the frames. One that raises is not asked again: the frames,
+        and this stream's from now on, go through its task, and no other stream is touched
+        (an error out of here would end every stream of the table)."""
+        try:
+            return direct(frames)
+        except Exception:
+            log.exception("writing frames directly failed; this stream's go through its task")
+            self.direct = None
+            return False
 
     def close(self, reason: str) -> None:
         """End the stream: drop what is queued and leave only the close sentinel."""

@@ -107,6 +107,8 @@ class Stream:
                     yield PING
                     next_ping = now + ping_every
                 await sub.wait(min(next_ping, expires))
+                if time.time() >= expires:
+                    continue  # `reauth` and the end, not what came in meanwhile
                 items = sub.take()
                 if items is None:
                     continue  # a ping or the token's expiry is due
