@@ -152,8 +152,6 @@ class StreamResponse(EventSourceResponse):
         self._task: asyncio.Task[Any] | None = None
         self._ended_by = ""  # "disconnect" or "shutdown" once one of them cancels the task
         self._writer: ChunkWriter | None = None  # set once the response has started
-        principal = stream.req.principal
-        self._expires = (principal.expires_at if principal else None) or float("inf")
 
     def _deliver_now(self, frames: Sequence[Frame]) -> bool:
         """The hub's frames for this idle stream, written on the hub's turn (Subscriber.direct):
@@ -162,16 +160,22 @@ class StreamResponse(EventSourceResponse):
         (the task then sends `reauth` and ends, without them), or the writer would have to
         wait."""
         stream, writer = self.stream, self._writer
-        if writer is None or not writer.ready() or time.time() >= self._expires:
+        if writer is None or not writer.ready() or time.time() >= stream.req.expires_at:
             return False
         chunk, _ = stream.pack(frames)
         if chunk:
             writer.write(chunk)
-            tally = self.metrics.feed
-            tally.count_frames(chunk)
+            self._count(chunk)
+        return True
+
+    def _count(self, chunk: bytes) -> None:
+        """Tally a chunk just written: its frames by kind and, for live frames, their
+        `delivered` latency (once: the stream's write times are then cleared)."""
+        tally, stream = self.metrics.feed, self.stream
+        tally.count_frames(chunk)
+        if stream.written:
             tally.delivered(stream.written, time.time())
             stream.written = NONE_WRITTEN
-        return True
 
     def end(self, why: str) -> None:
         """Stop the stream from outside its task (the client left, or the server stops)."""
@@ -196,7 +200,6 @@ class StreamResponse(EventSourceResponse):
         listener = loop.create_task(self._listen(receive))
         frames = self.frames
         stream, metrics = self.stream, self.metrics
-        tally = metrics.feed
         body_send = scope.get(BODY_SEND, send)
         self._task = task
         registry.add(self)
@@ -210,10 +213,8 @@ class StreamResponse(EventSourceResponse):
             if self._writer is not None:
                 stream.sub.direct = self._deliver_now
             async for chunk in frames:
-                tally.count_frames(chunk)
                 await body_send({"type": "http.response.body", "body": chunk, "more_body": True})
-                if stream.written:  # live frames, just written to the socket
-                    tally.delivered(stream.written, time.time())
+                self._count(chunk)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             self._response_complete = True
         except asyncio.CancelledError:

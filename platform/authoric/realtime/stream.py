@@ -43,6 +43,12 @@ class StreamRequest:
     multi: bool = False  # opened as `/{app}/subscribe?tables=`: `connected` lists the tables
     expand: ExpandPaths = ()  # `?expand=` of a per-table stream, checked against the table
 
+    @property
+    def expires_at(self) -> float:
+        """When the stream sends `reauth` and ends: the token's expiry, or never (the
+        operator's feed)."""
+        return (self.principal.expires_at if self.principal else None) or float("inf")
+
     def connected(self) -> dict[str, Any]:
         names = [t.name for t in self.tables]
         if self.multi:
@@ -94,8 +100,7 @@ class Stream:
                 async for chunk in self._replay(self.req.last_event_id):
                     yield chunk
             ping_every = self.settings.sse_ping_interval
-            principal = self.req.principal
-            expires = (principal.expires_at if principal else None) or float("inf")
+            expires = self.req.expires_at
             next_ping = time.time() + ping_every
             sub = self.sub
             while True:
@@ -114,8 +119,7 @@ class Stream:
                     continue  # a ping or the token's expiry is due
                 chunk, ended = self.pack(items)
                 if chunk:
-                    yield chunk
-                    self.written = NONE_WRITTEN
+                    yield chunk  # its reader tallies `written` and clears it
                 if ended:
                     return
         finally:
