@@ -19,7 +19,7 @@ import uvloop
 from starlette.types import Receive, Scope, Send
 
 from authoric.http.wire import ChunkWriter, chunk_writer
-from authoric.realtime.hub import Subscriber
+from authoric.realtime.hub import CLOSE, Subscriber
 from authoric.realtime.judge import Frame
 
 FRAMES = [Frame(5, b"id: 5\ndata: {}\n\n"), Frame(6, b"id: 6\ndata: {}\n\n")]
@@ -97,16 +97,22 @@ def test_frames_for_a_stream_whose_wait_has_just_ended_are_queued_for_its_task()
     assert written == []
 
 
-def test_a_writer_that_raises_costs_only_its_own_stream_the_direct_path() -> None:
+def test_a_writer_that_raises_ends_only_its_own_stream_so_its_client_resumes() -> None:
+    # It may have written part of the frames, or counted them as sent: queueing them again
+    # could lose them (the replay's dedupe) or send them twice, so the stream ends with
+    # `error` and its client resumes with Last-Event-ID.
     def broken(frames: Sequence[Frame]) -> bool:
-        raise AttributeError("a server's internals moved")
+        raise OSError("the connection broke mid-write")
 
     async def run() -> None:
-        sub = subscriber(broken)
+        sub, bystander = subscriber(broken), subscriber(None)
         task = await waiting(sub)
         sub.offer(FRAMES)  # no exception reaches the hub's pass
+        bystander.offer(FRAMES)
         await asyncio.wait_for(task, 60)
-        assert list(sub.take() or ()) == FRAMES and not sub.closed and sub.direct is None
+        assert (sub.closed, sub.reason, sub.direct) == (True, "error", None)
+        assert list(sub.take() or ()) == [CLOSE]
+        assert not bystander.closed and list(bystander.take() or ()) == FRAMES
 
     asyncio.run(run())
 

@@ -15,13 +15,11 @@ frame goes through the task as before.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from starlette.types import Send
 from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
-log = logging.getLogger("authoric.wire")
 CYCLE_STATE = ("transport", "flow", "disconnected", "response_started", "response_complete",
                "chunked_encoding")
 
@@ -44,15 +42,12 @@ class ChunkWriter:
                     or cycle.transport.is_closing())
 
     def write(self, body: bytes) -> None:
-        """Write `body` as one chunk (call `ready` first). A transport that fails here has lost
-        its connection: the stream ends on the disconnect, and its client resumes from the
-        last frame it received."""
-        if not body:  # an empty chunk is the end of the body
-            return
-        try:
+        """Write `body` as one chunk (call `ready` first). What the transport raises goes to
+        the caller: the frames may be lost on this connection, so the hub ends the stream
+        (realtime/hub.py, `Subscriber._written`) and its client resumes from the last frame it
+        received."""
+        if body:  # an empty chunk would be the end of the body
             self._cycle.transport.write(b"%x\r\n%b\r\n" % (len(body), body))
-        except Exception:
-            log.debug("direct write failed", exc_info=True)
 
 
 def chunk_writer(send: Send) -> ChunkWriter | None:
