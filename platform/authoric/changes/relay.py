@@ -41,7 +41,6 @@ the relay, which then reads the log. A role that may write the log itself gains 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 import uuid
@@ -52,7 +51,7 @@ import asyncpg
 
 from authoric.changes import reader
 from authoric.changes.sequencer import CHANNEL
-from authoric.db.dedicated import IDLE_LIMIT, STALL, DedicatedWorker
+from authoric.db.dedicated import IDLE_LIMIT, STALL, DedicatedWorker, Wakeup
 from authoric.realtime.source import POSITION, Change, Sink
 
 POLICY_CHANNEL = "authoric_policy"
@@ -115,7 +114,7 @@ class Relay(DedicatedWorker):
         self.skips = 0  # moves to an announced head without reading (tests, benchmarks)
         self.carries = 0  # batches fanned out as NOTIFYs carried them, unread (the same)
         self.connected = asyncio.Event()
-        self._wake = asyncio.Event()
+        self._wake = Wakeup()
         self.conn: asyncpg.Connection | None = None
         self._spoke = 0.0  # monotonic time of the last statement on the listener connection
         self._carried: list[Carried] = []  # NOTIFYs' entries not yet fanned out, in order
@@ -234,7 +233,4 @@ class Relay(DedicatedWorker):
             # entries wait.
             timeout = LINGER if self._wake.is_set() else SAFETY_POLL
             self._wake.clear()
-            # asyncio.timeout: wait_for (3.11) can swallow a cancel that meets a NOTIFY.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await self._wake.wait()
+            await self._wake.wait(timeout)

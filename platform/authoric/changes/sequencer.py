@@ -67,7 +67,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 
 import asyncpg
 
-from authoric.db.dedicated import IDLE_LIMIT, STALL, DedicatedWorker
+from authoric.db.dedicated import IDLE_LIMIT, STALL, DedicatedWorker, Wakeup
 from authoric.settings import Settings
 
 LOCK_KEY = 0x61757468  # "auth": the sequencer's advisory lock
@@ -157,7 +157,7 @@ class Sequencer(DedicatedWorker):
         self.gather = GATHER if chosen is None else chosen / 1000
         self.capture_poll = CAPTURE_POLL if chosen is None else chosen / 1000
         self._sleep = sleep  # the gathering's wait (tests hold it to commit during it)
-        self.wake = asyncio.Event()
+        self.wake = Wakeup()
         self.leader = False
         self.capturing = False  # some table has captureSqlWrites: poll every `capture_poll`
         self.connected = False  # for readiness: the dedicated connection is up
@@ -186,14 +186,7 @@ class Sequencer(DedicatedWorker):
 
     async def _woken(self, timeout: float) -> bool:
         """Wait for a nudge (True) or `timeout` seconds (False)."""
-        # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation that
-        # arrives as the nudge does, and the sequencer would outlive shutdown.
-        try:
-            async with asyncio.timeout(timeout):
-                await self.wake.wait()
-        except TimeoutError:
-            return False
-        return True
+        return await self.wake.wait(timeout)
 
     async def _follow(self, conn: asyncpg.Connection) -> None:
         """Until this process takes the lead: pass local commits on to whoever leads."""

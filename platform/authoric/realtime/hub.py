@@ -452,7 +452,8 @@ class Hub:
                         pending[sub].append(items)
                         continue
                     sub.offer(items)
-            await asyncio.sleep(0)  # let streams drain their queues between chunks
+            if start + JUDGE_BATCH < len(batch):
+                await asyncio.sleep(0)  # let streams drain their queues between chunks
 
     async def judge(self, conns: _Connections, snapshot: AppSnapshot, table: CompiledTable,
                     classes: dict[uuid.UUID, list[ReadClass]], changes: Sequence[Change],
