@@ -28,7 +28,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
-from sqlalchemy import BigInteger, Integer, and_, bindparam, func, literal, select, text, union_all
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Integer,
+    and_,
+    bindparam,
+    cast,
+    func,
+    literal,
+    null,
+    or_,
+    select,
+    text,
+    union_all,
+)
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import util as sql_util
@@ -97,7 +111,7 @@ class Memo:
 
 
 UIDS, IMAGES = "uids", "images"
-K, DPOS = "_k", "_dpos"  # no column can be named so (names start with a letter)
+K, DPOS, SEES = "_k", "_dpos", "_sees"  # no column is named so (names start with a letter)
 
 
 async def judge(conn: AsyncConnection, snapshot: AppSnapshot, table: CompiledTable,
@@ -233,32 +247,45 @@ async def _visibility(connect: Connect, snapshot: AppSnapshot, table: CompiledTa
         rows = await raw.fetch(f"/* feed {snapshot.uid} v{snapshot.version} */ {sql}", *args)
     visible: dict[tuple[int, Any], Any] = {}
     gone: set[tuple[int, int]] = set()
+    sees = [f"{SEES}{i}" for i in range(len(classes))]
     for row in rows:
         if row[DPOS]:
             gone.add((row[K], row[DPOS]))
-        else:
-            visible[(row[K], row["uid"])] = row
+            continue
+        for i, flag in enumerate(sees):
+            if row[flag]:
+                visible[(i, row["uid"])] = row
     return visible, gone
 
 
 def _statement(table: CompiledTable, classes: Sequence[ReadClass],
                decisions: Mapping[Hashable, Decision | None], uids: list[Any],
                images: list[dict[str, Any]] | None) -> Any:
-    """The org statement: per class, a branch re-reading `uids` through its governed read,
-    and one judging the old `images` with the same clause. Its text depends only on the
-    classes and on which of the two it has (the uids and images are one parameter each)."""
-    branches = []
-    for i, cls in enumerate(classes):
+    """The org statement: `uids` re-read once, each row with one flag per class saying
+    whether that class's governed read returns it, and per class a branch judging the old
+    `images` with the same clause. Its text depends only on the classes and on which of the
+    two it has (the uids and each class's images are one parameter each).
+
+    One read with a flag per class, not a branch per class: a row every class may read was
+    returned, decoded and sent once per class (3 times for 3 classes), which was most of the
+    judge's client-side cost at one change per pass."""
+    wheres = []
+    for cls in classes:
         decision = decisions[cls.key]
         assert decision is not None
-        where = governed_rows(table, decision, cls.principal)
-        if uids:
-            wanted = bindparam(f"{UIDS}{i}", value=uids, type_=ARRAY(UUID(as_uuid=True)))
-            branches.append(select(literal(i, Integer).label(K), literal(0).label(DPOS),
-                                   *table.table.c)
-                            .where(and_(table.table.c.uid == func.any(wanted), where)))
-        if images is not None:
-            branches.append(_deleted_branch(table, i, images, where))
+        wheres.append(governed_rows(table, decision, cls.principal))
+    flags = [cast(null(), Boolean) for _ in classes]
+    branches = []
+    if uids:
+        wanted = bindparam(UIDS, value=uids, type_=ARRAY(UUID(as_uuid=True)))
+        # A flag that is NULL (a policy over a NULL value) reads as "not visible": fail closed.
+        branches.append(select(literal(-1, Integer).label(K), literal(0).label(DPOS),
+                               *[w.label(f"{SEES}{i}") for i, w in enumerate(wheres)],
+                               *table.table.c)
+                        .where(and_(table.table.c.uid == func.any(wanted), or_(*wheres))))
+    if images is not None:
+        branches += [_deleted_branch(table, i, images, where, flags)
+                     for i, where in enumerate(wheres)]
     return branches[0] if len(branches) == 1 else union_all(*branches)
 
 
@@ -266,24 +293,26 @@ def _shaped(table: CompiledTable, classes: Sequence[ReadClass],
             decisions: Mapping[Hashable, Decision | None], uids: list[Any],
             images: list[dict[str, Any]] | None) -> Shaped:
     """The org statement by shape: its text depends only on the classes (whose org and
-    policy values are its constants) and on which of uids and images it has; those two fill
-    one parameter per branch."""
+    policy values are its constants) and on which of uids and images it has; those fill
+    one parameter for the uids and one per class for the images."""
     params: dict[str, Any] = {}
-    for i in range(len(classes)):
-        if uids:
-            params[f"{UIDS}{i}"] = uids
-        if images is not None:
+    if uids:
+        params[UIDS] = uids
+    if images is not None:
+        for i in range(len(classes)):
             params[f"{IMAGES}{i}"] = images
     return Shaped((tuple(cls.key for cls in classes), bool(uids), images is not None), params,
                   lambda: _statement(table, classes, decisions, uids, images), own_binds=False)
 
 
 def _deleted_branch(table: CompiledTable, i: int, images: list[dict[str, Any]],
-                    where: ColumnElement[bool]) -> Any:
-    """Evaluate the class's `where` over the stored old images, as rows of the table's type."""
+                    where: ColumnElement[bool], flags: list[Any]) -> Any:
+    """Evaluate the class's `where` over the stored old images, as rows of the table's type
+    (`flags`: NULL in the re-read's flag columns, which only the re-read fills)."""
     old = _old_images(table, i, images)
     adapted = sql_util.ClauseAdapter(old).traverse(where)
     return (select(literal(i, Integer).label(K), old.c[DPOS],
+                   *[flag.label(f"{SEES}{j}") for j, flag in enumerate(flags)],
                    *[old.c[c.name] for c in table.table.c])
             .where(adapted))
 
