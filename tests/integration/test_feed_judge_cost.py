@@ -241,3 +241,27 @@ def test_a_table_dropped_and_made_again_is_judged_on_its_new_row_type(
         return {key: len(items) for key, items in frames.items()}
 
     assert run(database_url, app_uid, body) == {(org, role): 1 for role in ROLES}
+
+
+def test_classes_that_read_a_row_alike_share_one_encoded_frame_and_others_get_their_own(
+        world: AppWorld, database_url: str) -> None:
+    # The auditor and the field clerk both redact `secret`: an open row reads the same to
+    # both, so it is rendered and encoded once for them; the reader sees `secret`.
+    app_uid, orgs, rows = build(world, 1)
+    org = orgs[0]
+    deleter = world.caller(org, ["writer"])
+
+    async def body(snapshot: AppSnapshot, conn: Any, raw: Any, connect: Any) -> Any:
+        table = snapshot.table("notes")
+        images = await old_images(conn, snapshot, rows[org][4:5])
+        expect(deleter.delete(f"{world.rows('notes')}/{rows[org][4]}"), 204)
+        batch = [*changes_for(snapshot, org, rows[org][1:2], 1),
+                 *changes_for(snapshot, org, rows[org][4:5], 2, images)]
+        return await judge_orgs(connect, snapshot, table,
+                                {uuid.UUID(org): classes_of(snapshot, org)}, batch, Memo(), raw)
+
+    frames = run(database_url, app_uid, body)
+    (r_row, r_del), (a_row, a_del), (f_row, f_del) = (frames[(org, role)] for role in ROLES)
+    assert a_row is f_row and b"[redacted]" in a_row.data
+    assert r_row is not a_row and b'"secret":"s1"' in r_row.data
+    assert r_del is a_del is f_del and b'"op":"delete"' in r_del.data

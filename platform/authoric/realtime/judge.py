@@ -169,13 +169,25 @@ async def judge_orgs(connect: Connect, snapshot: AppSnapshot, table: CompiledTab
             continue
         visible, gone = await _visibility(connect, snapshot, table, live, memo, own, raw)
         rows = await _rendered(connect, snapshot, table, live, decisions, visible)
+        # Classes that read a row alike share its rendering (_rendered), and then its frame:
+        # an event is encoded once per distinct rendering, not once per class. Deletes and
+        # resyncs depend only on the change and on whether the class may hear of it (every
+        # class here is of the same org).
+        encoded: dict[tuple[int, int, bool], Frame | None] = {}
         for i, cls in enumerate(live):
             frames = out[cls.key]
             for change in own:
-                data = _event(table, cls, change, rows[i].get(change.row_uid),
-                              (i, change.pos) in gone)
-                if data is not None:
-                    frames.append(Frame(change.pos, data, change.at))
+                row = rows[i].get(change.row_uid)
+                seen = (i, change.pos) in gone
+                key = (change.pos, id(row), seen)
+                if key in encoded:
+                    made = encoded[key]
+                else:
+                    data = _event(table, cls, change, row, seen)
+                    made = encoded[key] = None if data is None else Frame(change.pos, data,
+                                                                          change.at)
+                if made is not None:
+                    frames.append(made)
     return out
 
 
@@ -184,11 +196,22 @@ async def _rendered(connect: Connect, snapshot: AppSnapshot, table: CompiledTabl
                     visible: dict[tuple[int, Any], Any]) -> list[dict[Any, dict[str, Any]]]:
     """Per class, its visible rows by uid as it reads them (redacted), with their expansion."""
     rows: list[dict[Any, dict[str, Any]]] = [{} for _ in classes]
+    expanded = any(cls.expand for cls in classes)
+    # Without `?expand=`, a row is rendered once per redaction, and classes that redact
+    # alike share the dict (never changed after this: judge_orgs encodes it once).
+    shared: dict[tuple[Any, frozenset[str]], dict[str, Any]] = {}
     for (i, uid), row in visible.items():
         decision = decisions[classes[i].key]
         assert decision is not None
-        rows[i][uid] = table.row_json(row, decision.redacted)
-    if not any(cls.expand for cls in classes):
+        if expanded:
+            rows[i][uid] = table.row_json(row, decision.redacted)
+            continue
+        key = (uid, decision.redacted)
+        shown = shared.get(key)
+        if shown is None:
+            shown = shared[key] = table.row_json(row, decision.redacted)
+        rows[i][uid] = shown
+    if not expanded:
         return rows
     await expand_for_classes(await connect(), snapshot, table, [
         (cls.principal, cls.expand, list(rows[i].values())) for i, cls in enumerate(classes)])
