@@ -289,9 +289,9 @@ def _statement(table: CompiledTable, classes: Sequence[ReadClass],
     `images` with the same clause. Its text depends only on the classes and on which of the
     two it has (the uids and each class's images are one parameter each).
 
-    One read with a flag per class, not a branch per class: a row every class may read was
-    returned, decoded and sent once per class (3 times for 3 classes), which was most of the
-    judge's client-side cost at one change per pass."""
+    One read with a flag per class, not a branch per class: with a branch per class, a row
+    every class may read was read, returned and decoded once per class (3 times for the 3
+    classes of a change in bench.fanout), and the uids were bound once per class."""
     wheres = []
     for cls in classes:
         decision = decisions[cls.key]
