@@ -79,6 +79,17 @@ def changes_for(snapshot: AppSnapshot, org: str, uids: list[str], start: int,
     return out
 
 
+async def deleted(world: AppWorld, conn: Any, snapshot: AppSnapshot, org: str, uids: list[str],
+                  start: int) -> list[Change]:
+    """`uids` deleted by a writer of `org`, as the change log records them: delete changes
+    carrying each row's old image, positions from `start`."""
+    images = await old_images(conn, snapshot, uids)
+    deleter = world.caller(org, ["writer"])
+    for uid in uids:
+        expect(deleter.delete(f"{world.rows('notes')}/{uid}"), 204)
+    return changes_for(snapshot, org, uids, start, images)
+
+
 def run(database_url: str, app_uid: str, body: Any) -> Any:
     async def main() -> Any:
         engine = create_async_engine(async_url(database_url))
@@ -107,17 +118,12 @@ def test_the_hub_s_judge_on_the_pool_sends_exactly_the_frames_of_the_statement_s
         world: AppWorld, database_url: str) -> None:
     app_uid, orgs, rows = build(world, 1)
     org = orgs[0]
-    deleter = world.caller(org, ["writer"])
 
     async def body(snapshot: AppSnapshot, conn: Any, raw: Any, connect: Any) -> Any:
         table = snapshot.table("notes")
         classes = classes_of(snapshot, org)
         live = changes_for(snapshot, org, rows[org][:3], 1)
-        images = await old_images(conn, snapshot, rows[org][3:])
-        for uid in rows[org][3:]:
-            expect(deleter.delete(f"{world.rows('notes')}/{uid}"), 204)
-        gone = changes_for(snapshot, org, rows[org][3:], 10, images)
-        batch = live + gone
+        batch = live + await deleted(world, conn, snapshot, org, rows[org][3:], 10)
         by_sqlalchemy = data(await judge(conn, snapshot, table, classes, batch))
         by_pool = data(await judge_orgs(connect, snapshot, table, {uuid.UUID(org): classes},
                                         batch, Memo(), raw))
@@ -249,14 +255,11 @@ def test_classes_that_read_a_row_alike_share_one_encoded_frame_and_others_get_th
     # both, so it is rendered and encoded once for them; the reader sees `secret`.
     app_uid, orgs, rows = build(world, 1)
     org = orgs[0]
-    deleter = world.caller(org, ["writer"])
 
     async def body(snapshot: AppSnapshot, conn: Any, raw: Any, connect: Any) -> Any:
         table = snapshot.table("notes")
-        images = await old_images(conn, snapshot, rows[org][4:5])
-        expect(deleter.delete(f"{world.rows('notes')}/{rows[org][4]}"), 204)
         batch = [*changes_for(snapshot, org, rows[org][1:2], 1),
-                 *changes_for(snapshot, org, rows[org][4:5], 2, images)]
+                 *await deleted(world, conn, snapshot, org, rows[org][4:5], 2)]
         return await judge_orgs(connect, snapshot, table,
                                 {uuid.UUID(org): classes_of(snapshot, org)}, batch, Memo(), raw)
 
