@@ -21,7 +21,7 @@ import pytest
 
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.changes import reader
-from authoric.changes.relay import Relay, carried
+from authoric.changes.relay import LINGER, Relay, carried
 from authoric.changes.sequencer import CHANNEL, PAYLOAD_LIMIT, Sequencer
 from authoric.db.engine import create_engine, libpq_url
 from authoric.policy.enforcer import build_enforcer
@@ -205,6 +205,21 @@ async def test_a_process_with_a_stream_open_fans_out_what_notifies_carried_witho
     assert relay.carries >= 5 - polls
     assert streams.positions == [c.pos for c in await reader.changes_after(writer, start, 100)]
     assert len(streams.positions) == 15
+
+
+async def test_a_lone_notify_fanned_out_as_carried_is_followed_by_no_read_of_the_log(
+        streaming: tuple[asyncpg.Connection, Streams, Relay]) -> None:
+    # Each write here is alone: no NOTIFY follows it within the relay's linger. The pass it
+    # wakes fans out what it carried, and the relay then waits for the next NOTIFY or its
+    # once-a-second poll, not a linger and a log read for nothing.
+    writer, streams, relay = streaming
+    reads_before, started = relay.reads, time.monotonic()
+    for _ in range(5):
+        await reaches(relay, await write_and_stamp(writer, 1))
+        await asyncio.sleep(4 * LINGER)  # past the linger: a read after it would be done
+    polls = 1 + int(time.monotonic() - started)
+    assert relay.reads - reads_before <= polls
+    assert len(streams.positions) == 5
 
 
 async def kept_listener_through_steady_writes(relay: Relay, writer: asyncpg.Connection) -> bool:

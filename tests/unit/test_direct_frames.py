@@ -18,14 +18,27 @@ import uvicorn
 import uvloop
 from starlette.types import Receive, Scope, Send
 
+from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
+from authoric.db.engine import create_engine
+from authoric.http.subscribe import StreamResponse
 from authoric.http.wire import ChunkWriter, chunk_writer
-from authoric.realtime.hub import CLOSE, Subscriber
+from authoric.observability.metrics import Metrics
+from authoric.policy.enforcer import build_enforcer
+from authoric.policy.principal import Principal
+from authoric.realtime.hub import CLOSE, Hub, Subscriber
 from authoric.realtime.judge import Frame
+from authoric.realtime.stream import Stream, StreamRequest
+from authoric.settings import Settings
 
+APP = uuid.uuid4()
 FRAMES = [Frame(5, b"id: 5\ndata: {}\n\n"), Frame(6, b"id: 6\ndata: {}\n\n")]
 # `authoric serve` runs uvloop where it is installed (uvicorn's `auto`); asyncio otherwise.
 LOOPS = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
 T = TypeVar("T")
+
+
+class Notes:
+    name = "notes"
 
 
 def run_on(loop: str, main: Coroutine[Any, Any, T]) -> T:
@@ -97,24 +110,57 @@ def test_frames_for_a_stream_whose_wait_has_just_ended_are_queued_for_its_task()
     assert written == []
 
 
-def test_a_writer_that_raises_ends_only_its_own_stream_so_its_client_resumes() -> None:
-    # It may have written part of the frames, or counted them as sent: queueing them again
-    # could lose them (the replay's dedupe) or send them twice, so the stream ends with
-    # `error` and its client resumes with Last-Event-ID.
+def test_a_writer_that_raises_costs_only_its_own_stream_the_direct_path() -> None:
+    # Raising before it wrote anything (a server's internals moved, say): the frames, and
+    # this stream's from now on, go through its task; it stays open.
     def broken(frames: Sequence[Frame]) -> bool:
-        raise OSError("the connection broke mid-write")
+        raise AttributeError("a server's internals moved")
 
     async def run() -> None:
-        sub, bystander = subscriber(broken), subscriber(None)
+        sub = subscriber(broken)
         task = await waiting(sub)
         sub.offer(FRAMES)  # no exception reaches the hub's pass
-        bystander.offer(FRAMES)
         await asyncio.wait_for(task, 60)
-        assert (sub.closed, sub.reason, sub.direct) == (True, "error", None)
-        assert list(sub.take() or ()) == [CLOSE]
-        assert not bystander.closed and list(bystander.take() or ()) == FRAMES
+        assert list(sub.take() or ()) == FRAMES and not sub.closed and sub.direct is None
 
     asyncio.run(run())
+
+
+class FailingWriter:
+    """A connection that takes no more bytes: `ready`, then the write raises."""
+
+    def ready(self) -> bool:
+        return True
+
+    def write(self, body: bytes) -> None:
+        raise OSError("the connection broke mid-write")
+
+
+def test_a_write_that_fails_ends_only_that_stream_so_its_client_resumes_from_the_log() -> None:
+    # The frames were packed (counted as sent: queued again, the replay's dedupe would drop
+    # them) and maybe half written, so the stream ends with `error` and its client resumes
+    # with Last-Event-ID; a stream of the same class is untouched.
+    settings = Settings()
+    hub = Hub(create_engine(settings, "postgresql://postgres@127.0.0.1:1/none"), SnapshotCache())
+    snapshot = AppSnapshot(APP, "notes-app", 1, {}, {}, {}, build_enforcer({}))
+    principal = Principal(APP, uuid.uuid4(), uuid.uuid4(), None, ("reader",), None)
+    stream = Stream(settings, hub.engine, hub, None,  # type: ignore[arg-type]  # no replay
+                    StreamRequest(snapshot, [Notes()], principal, None))  # type: ignore[list-item]
+    response = StreamResponse(stream, Metrics())
+    response._writer = FailingWriter()  # type: ignore[assignment]
+    stream.sub.direct = response._deliver_now
+    bystander = subscriber(None)
+
+    async def run() -> None:
+        task = await waiting(stream.sub)
+        stream.sub.offer(FRAMES)  # no exception reaches the hub's pass
+        bystander.offer(FRAMES)
+        await asyncio.wait_for(task, 60)
+
+    asyncio.run(run())
+    assert (stream.sub.closed, stream.sub.reason, stream.sub.direct) == (True, "error", None)
+    assert list(stream.sub.take() or ()) == [CLOSE] and stream.last_sent == FRAMES[-1].pos
+    assert not bystander.closed and list(bystander.take() or ()) == FRAMES
 
 
 def test_frames_past_the_queue_limit_end_the_stream_with_overflow() -> None:

@@ -190,6 +190,10 @@ class Relay(DedicatedWorker):
 
     async def _follow(self, conn: asyncpg.Connection) -> None:
         while True:
+            # From here the flag means "a NOTIFY arrived during this pass". Left set by the one
+            # that woke the pass, it sent every pass into the linger, and one that no NOTIFY
+            # followed then read the log for nothing.
+            self._wake.clear()
             await self._vouch(conn)
             # No await between the check and the move: a stream registering with the hub
             # is either seen here (and the entries are read for it) or registers after.

@@ -8,6 +8,7 @@ Each route runs its gate and hands a `StreamRequest` to the one stream implement
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
@@ -33,6 +34,7 @@ from authoric.realtime.stream import NONE_WRITTEN, Stream, StreamRequest
 from authoric.records.expand import expansion_tree
 from authoric.records.gate import admit
 
+log = logging.getLogger("authoric.subscribe")
 BODY_SEND = "authoric.body_send"  # the scope's key for the server's own `send`
 
 
@@ -164,7 +166,16 @@ class StreamResponse(EventSourceResponse):
             return False
         chunk, _ = stream.pack(frames)
         if chunk:
-            writer.write(chunk)
+            try:
+                writer.write(chunk)
+            except Exception:
+                # Counted as sent (the replay's dedupe would drop them if queued again) and
+                # perhaps half written: the stream ends, and its client resumes from the
+                # last frame it received.
+                log.exception("a direct write failed; the stream ends and its client resumes")
+                stream.sub.direct = None
+                stream.sub.close("error")
+                return True
             self._count(chunk)
         return True
 

@@ -103,17 +103,16 @@ class Subscriber:
 
     def _written(self, direct: Callable[[Sequence[Frame]], bool],
                  frames: Sequence[Frame]) -> bool:
-        """Whether `direct` dealt with the frames. One that raises may have sent part of them,
-        or counted them as sent, so they cannot be queued again: this stream alone ends with
-        `error`, and its client resumes from the last frame it received (an error out of here
-        would end every stream of the table)."""
+        """Whether `direct` wrote the frames. One that raises has neither written nor counted
+        them (a write that fails ends its stream there: http/subscribe.py), so they go to the
+        stream's task, and so do this stream's from now on; no other stream is touched (an
+        error out of here would end every stream of the table)."""
         try:
             return direct(frames)
         except Exception:
-            log.exception("writing frames directly failed; the stream ends and its client resumes")
+            log.exception("writing frames directly failed; this stream's go through its task")
             self.direct = None
-            self.close("error")
-            return True
+            return False
 
     def close(self, reason: str) -> None:
         """End the stream: drop what is queued and leave only the close sentinel."""

@@ -3,10 +3,12 @@
 Each class's governed clause comes from the plan layer (`plan.governed_rows`), the same
 clause a GET of the row runs, so the feed and REST cannot drift apart.
 
-One SQL statement per org of the batch: for each read class of that org, a branch re-reads
-the org's inserted and updated rows through that class's governed read (org, live rows, row
-policy), and evaluates the same row policy over the old images of deleted rows. Each (event,
-class) is then encoded to an SSE frame exactly once; subscribers of the class share the bytes.
+One SQL statement per org of the batch: it re-reads the org's inserted and updated rows once,
+each with a flag per read class of that org saying whether the class's governed read (org,
+live rows, row policy) returns it, and evaluates each class's row policy over the old images
+of deleted rows. Each event is then encoded to an SSE frame once per distinct rendering of
+it (classes that redact alike share one, when none of the org's classes uses `?expand=`);
+subscribers of a class share the bytes.
 
 The cost follows the classes a change involves (its org's), not the classes that exist: a
 change is only ever looked at with its own org's classes, and each org's statement has a
@@ -43,6 +45,7 @@ from sqlalchemy import (
     text,
     union_all,
 )
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import util as sql_util
@@ -270,13 +273,12 @@ async def _visibility(connect: Connect, snapshot: AppSnapshot, table: CompiledTa
         rows = await raw.fetch(f"/* feed {snapshot.uid} v{snapshot.version} */ {sql}", *args)
     visible: dict[tuple[int, Any], Any] = {}
     gone: set[tuple[int, int]] = set()
-    sees = [f"{SEES}{i}" for i in range(len(classes))]
     for row in rows:
         if row[DPOS]:
             gone.add((row[K], row[DPOS]))
             continue
-        for i, flag in enumerate(sees):
-            if row[flag]:
+        for i, sees in enumerate(row[SEES]):
+            if sees:
                 visible[(i, row["uid"])] = row
     return visible, gone
 
@@ -284,8 +286,8 @@ async def _visibility(connect: Connect, snapshot: AppSnapshot, table: CompiledTa
 def _statement(table: CompiledTable, classes: Sequence[ReadClass],
                decisions: Mapping[Hashable, Decision | None], uids: list[Any],
                images: list[dict[str, Any]] | None) -> Any:
-    """The org statement: `uids` re-read once, each row with one flag per class saying
-    whether that class's governed read returns it, and per class a branch judging the old
+    """The org statement: `uids` re-read once, each row with a flag per class (one array)
+    saying whether that class's governed read returns it, and per class a branch judging the old
     `images` with the same clause. Its text depends only on the classes and on which of the
     two it has (the uids and each class's images are one parameter each).
 
@@ -297,18 +299,18 @@ def _statement(table: CompiledTable, classes: Sequence[ReadClass],
         decision = decisions[cls.key]
         assert decision is not None
         wheres.append(governed_rows(table, decision, cls.principal))
-    flags = [cast(null(), Boolean) for _ in classes]
     branches = []
     if uids:
         wanted = bindparam(UIDS, value=uids, type_=ARRAY(UUID(as_uuid=True)))
-        # A flag that is NULL (a policy over a NULL value) reads as "not visible": fail closed.
+        # One array of flags, not a column per class: PostgreSQL takes at most 1,664 columns,
+        # and a per-user policy makes a class per subscribing user. A NULL flag (a policy
+        # over a NULL value) reads as "not visible", as it does in a GET's WHERE.
         branches.append(select(literal(-1, Integer).label(K), literal(0).label(DPOS),
-                               *[w.label(f"{SEES}{i}") for i, w in enumerate(wheres)],
+                               postgresql.array[Any](wheres, type_=Boolean).label(SEES),
                                *table.table.c)
                         .where(and_(table.table.c.uid == func.any(wanted), or_(*wheres))))
     if images is not None:
-        branches += [_deleted_branch(table, i, images, where, flags)
-                     for i, where in enumerate(wheres)]
+        branches += [_deleted_branch(table, i, images, where) for i, where in enumerate(wheres)]
     return branches[0] if len(branches) == 1 else union_all(*branches)
 
 
@@ -329,13 +331,13 @@ def _shaped(table: CompiledTable, classes: Sequence[ReadClass],
 
 
 def _deleted_branch(table: CompiledTable, i: int, images: list[dict[str, Any]],
-                    where: ColumnElement[bool], flags: list[Any]) -> Any:
+                    where: ColumnElement[bool]) -> Any:
     """Evaluate the class's `where` over the stored old images, as rows of the table's type
-    (`flags`: NULL in the re-read's flag columns, which only the re-read fills)."""
+    (with no flags: only the re-read fills them)."""
     old = _old_images(table, i, images)
     adapted = sql_util.ClauseAdapter(old).traverse(where)
     return (select(literal(i, Integer).label(K), old.c[DPOS],
-                   *[flag.label(f"{SEES}{j}") for j, flag in enumerate(flags)],
+                   cast(null(), ARRAY(Boolean)).label(SEES),
                    *[old.c[c.name] for c in table.table.c])
             .where(adapted))
 
