@@ -43,9 +43,9 @@ class ChunkWriter:
 
     def write(self, body: bytes) -> None:
         """Write `body` as one chunk (call `ready` first). What the transport raises goes to
-        the caller: the frames may be lost on this connection, so the hub ends the stream
-        (realtime/hub.py, `Subscriber._written`) and its client resumes from the last frame it
-        received."""
+        the caller: the frames may be lost on this connection, so the stream ends there
+        (http/subscribe.py, `StreamResponse._deliver_now`) and its client resumes from the
+        last frame it received."""
         if body:  # an empty chunk would be the end of the body
             self._cycle.transport.write(b"%x\r\n%b\r\n" % (len(body), body))
 

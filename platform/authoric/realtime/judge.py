@@ -200,16 +200,14 @@ async def _rendered(connect: Connect, snapshot: AppSnapshot, table: CompiledTabl
     """Per class, its visible rows by uid as it reads them (redacted), with their expansion."""
     rows: list[dict[Any, dict[str, Any]]] = [{} for _ in classes]
     expanded = any(cls.expand for cls in classes)
-    # Without `?expand=`, a row is rendered once per redaction, and classes that redact
-    # alike share the dict (never changed after this: judge_orgs encodes it once).
-    shared: dict[tuple[Any, frozenset[str]], dict[str, Any]] = {}
+    # A row is rendered once per redaction, and classes that redact alike share the dict
+    # (judge_orgs then encodes it once). Not with `?expand=`: expansion adds to each class's
+    # dicts, so each class gets its own.
+    shared: dict[tuple[Any, frozenset[str], int], dict[str, Any]] = {}
     for (i, uid), row in visible.items():
         decision = decisions[classes[i].key]
         assert decision is not None
-        if expanded:
-            rows[i][uid] = table.row_json(row, decision.redacted)
-            continue
-        key = (uid, decision.redacted)
+        key = (uid, decision.redacted, i if expanded else -1)
         shown = shared.get(key)
         if shown is None:
             shown = shared[key] = table.row_json(row, decision.redacted)
