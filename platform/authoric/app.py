@@ -110,6 +110,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             # By now uvicorn has stopped accepting, streams have ended (sse-starlette sees the
             # shutdown) and in-flight requests have finished or the grace period is over.
             await source.stop()
+            await hub.close()
             await sequencer.stop()
             await pool.close()
             await engine.dispose()

@@ -39,6 +39,7 @@ from authoric.plan.runner import CONNECTION_LOST
 from authoric.policy.principal import Principal
 from authoric.realtime.classes import class_key
 from authoric.realtime.judge import Frame, Memo, ReadClass, judge_orgs
+from authoric.realtime.kept import KeptConnection
 from authoric.realtime.operator import judge_for_operator
 from authoric.realtime.source import Change
 
@@ -240,7 +241,8 @@ class _Connections:
     """A batch's database connections: the request pool's asyncpg connection (autocommit: a
     statement costs one round trip, no BEGIN or ROLLBACK) for the version check and the judge,
     and a SQLAlchemy connection only when something needs one (a snapshot load, the roles'
-    re-read, `?expand=`). Without a pool (tests that build a hub alone) everything runs on the
+    re-read, `?expand=`). The pool connection is the hub's kept one when passes follow closely
+    (realtime/kept.py). Without a pool (tests that build a hub alone) everything runs on the
     SQLAlchemy connection, as before the pool was used."""
 
     def __init__(self, hub: Hub) -> None:
@@ -250,13 +252,15 @@ class _Connections:
         self._stack = contextlib.AsyncExitStack()
 
     async def __aenter__(self) -> _Connections:
-        if self.hub.pool is not None:
-            self.raw = await self.hub.pool.acquire()
+        if self.hub.kept is not None:
+            self.raw = await self.hub.kept.take()
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         try:
-            await self._release()
+            raw, self.raw = self.raw, None
+            if raw is not None and self.hub.kept is not None:
+                await self.hub.kept.give(raw, clean=exc_type is None)
         finally:
             await self._stack.aclose()
 
@@ -301,12 +305,30 @@ class Hub:
                  pool: asyncpg.Pool | None = None) -> None:
         self.engine, self.snapshots = engine, snapshots
         # The request path's pool (plan/runner.py), where the judge runs; app.py sets it.
+        self.kept: KeptConnection | None = None
         self.pool = pool
         self._apps: dict[uuid.UUID, _AppView] = {}
         self.statements = 0  # judge statements issued, for benchmarks
         # Called with (stage, seconds) per change fanned out here: `read` (written → read by
         # the source), `judge` (read → judged); the metrics set it (observability/metrics.py).
         self.observe_stage: Callable[[str, float], None] | None = None
+
+    @property
+    def pool(self) -> asyncpg.Pool | None:
+        return self._pool
+
+    @pool.setter
+    def pool(self, pool: asyncpg.Pool | None) -> None:
+        # Passes take their connection through `kept` (realtime/kept.py), which keeps one
+        # between passes that follow closely.
+        self._pool = pool
+        self.kept = None if pool is None else KeptConnection(pool)
+
+    async def close(self) -> None:
+        """Give back the pool connection kept between passes (after the source has stopped,
+        before the pool closes)."""
+        if self.kept is not None:
+            await self.kept.close()
 
     def add(self, sub: Subscriber, snapshot: AppSnapshot) -> None:
         sub.keys = {name: read_class(snapshot, name, sub) for name in sub.tables}

@@ -1,0 +1,149 @@
+"""The hub keeps its pool connection between fan-out passes that follow closely, and never
+keeps it where a request could need it (realtime/kept.py), on a real asyncpg pool."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import asyncpg
+
+from authoric.db.engine import libpq_url
+from authoric.plan.runner import open_pool
+from authoric.realtime.kept import KeptConnection
+
+WIDE = 30.0  # seconds to wait for a condition on a slow box
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def until(check: Callable[[], bool]) -> None:
+    async with asyncio.timeout(WIDE):
+        while not check():
+            await asyncio.sleep(0.005)
+
+
+def lost(conn: Any) -> bool:
+    """Whether the pool has seen `conn` closed (it then detaches the connection's proxy)."""
+    try:
+        return bool(conn.is_closed())
+    except asyncpg.InterfaceError:
+        return True
+
+
+def with_pool(database_url: str, size: int,
+              body: Callable[[Any], Awaitable[None]]) -> None:
+    async def main() -> None:
+        pool = await open_pool(libpq_url(database_url), size, {})
+        try:
+            await body(pool)
+        finally:
+            await asyncio.wait_for(pool.close(), WIDE)
+
+    asyncio.run(main())
+
+
+def test_passes_that_follow_closely_run_on_one_connection_which_goes_back_once_they_stop(
+        database_url: str) -> None:
+    async def body(pool: Any) -> None:
+        clock = Clock()
+        kept = KeptConnection(pool, hold=0.02, clock=clock)
+        first = await kept.take()
+        await first.execute("SELECT 1")
+        await kept.give(first, clean=True)
+        assert kept.holding()
+        # The hub's next pass, before `hold` has passed on its clock: the same connection,
+        # however often the timer rings meanwhile.
+        await asyncio.sleep(0.1)
+        second = await kept.take()
+        assert second is first
+        await kept.give(second, clean=True)
+        await asyncio.sleep(0.1)
+        assert kept.holding(), "passes still follow closely by the hub's clock"
+        clock.now += 1
+        await until(lambda: not kept.holding() and pool.get_idle_size() == pool.get_size())
+        await kept.close()
+
+    with_pool(database_url, 4, body)
+
+
+def test_a_failed_pass_gives_its_connection_back_to_the_pool_at_once(database_url: str) -> None:
+    async def body(pool: Any) -> None:
+        kept = KeptConnection(pool, hold=60, clock=Clock())
+        conn = await kept.take()
+        await kept.give(conn, clean=False)
+        assert not kept.holding()
+        assert pool.get_idle_size() == pool.get_size()
+
+    with_pool(database_url, 4, body)
+
+
+def test_the_last_connection_a_request_could_get_is_never_kept(database_url: str) -> None:
+    async def body(pool: Any) -> None:
+        kept = KeptConnection(pool, hold=60, clock=Clock())
+        conn = await kept.take()
+        await kept.give(conn, clean=True)
+        assert not kept.holding()
+        # A request gets it without waiting for the hold to end.
+        request = await asyncio.wait_for(pool.acquire(), WIDE)
+        assert await request.fetchval("SELECT 1") == 1
+        await pool.release(request)
+
+    with_pool(database_url, 1, body)
+
+
+def test_a_connection_postgresql_closed_is_never_kept(database_url: str) -> None:
+    async def body(pool: Any) -> None:
+        kept = KeptConnection(pool, hold=60, clock=Clock())
+        conn = await kept.take()
+        pid = conn.get_server_pid()
+        async with pool.acquire() as other:
+            await other.execute("SELECT pg_terminate_backend($1)", pid)
+        await until(lambda: lost(conn))
+        await kept.give(conn, clean=True)
+        assert not kept.holding()
+        fresh = await kept.take()
+        assert fresh.get_server_pid() != pid
+        assert await fresh.fetchval("SELECT 1") == 1
+        await kept.give(fresh, clean=False)
+
+    with_pool(database_url, 4, body)
+
+
+def test_a_kept_connection_postgresql_closed_meanwhile_is_replaced_at_the_next_pass(
+        database_url: str) -> None:
+    async def body(pool: Any) -> None:
+        kept = KeptConnection(pool, hold=60, clock=Clock())
+        conn = await kept.take()
+        pid = conn.get_server_pid()
+        await kept.give(conn, clean=True)
+        assert kept.holding()
+        async with pool.acquire() as other:
+            await other.execute("SELECT pg_terminate_backend($1)", pid)
+        await until(lambda: lost(conn))
+        fresh = await kept.take()
+        assert fresh.get_server_pid() != pid
+        assert await fresh.fetchval("SELECT 1") == 1
+        await kept.give(fresh, clean=False)
+
+    with_pool(database_url, 4, body)
+
+
+def test_closing_gives_back_the_kept_connection_so_the_pool_can_close(database_url: str) -> None:
+    async def body(pool: Any) -> None:
+        kept = KeptConnection(pool, hold=60, clock=Clock())
+        conn = await kept.take()
+        await kept.give(conn, clean=True)
+        assert kept.holding()
+        await kept.close()
+        assert not kept.holding()
+        assert pool.get_idle_size() == pool.get_size()
+
+    with_pool(database_url, 4, body)
