@@ -8,9 +8,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
+from sqlalchemy.ext.asyncio import create_async_engine
 
-from authoric.db.engine import libpq_url
+from authoric.catalog.snapshot import SnapshotCache
+from authoric.db.engine import async_url, libpq_url
 from authoric.plan.runner import open_pool
+from authoric.realtime.hub import Hub, _Connections
 from authoric.realtime.kept import KeptConnection
 
 WIDE = 30.0  # seconds to wait for a condition on a slow box
@@ -132,6 +135,76 @@ def test_a_kept_connection_postgresql_closed_meanwhile_is_replaced_at_the_next_p
         assert fresh.get_server_pid() != pid
         assert await fresh.fetchval("SELECT 1") == 1
         await kept.give(fresh, clean=False)
+
+    with_pool(database_url, 4, body)
+
+
+def test_a_kept_connection_whose_protocol_failed_goes_back_so_its_slot_is_not_lost(
+        database_url: str) -> None:
+    async def body(pool: Any) -> None:
+        kept = KeptConnection(pool, hold=60, clock=Clock())
+        conn = await kept.take()
+        await kept.give(conn, clean=True)
+        # What asyncpg does on a protocol error: the transport is aborted, and the pool's
+        # slot stays taken until someone releases the connection.
+        conn._con._protocol.abort()
+        await until(lambda: lost(conn))
+        fresh = await kept.take()
+        assert await fresh.fetchval("SELECT 1") == 1
+        await kept.give(fresh, clean=False)
+        await kept.close()
+        await until(lambda: pool.get_idle_size() == pool.get_size())
+
+    with_pool(database_url, 4, body)
+
+
+def test_a_pass_that_finds_the_pool_exhausted_queues_behind_the_waiting_requests(
+        database_url: str) -> None:
+    async def body(pool: Any) -> None:
+        kept = KeptConnection(pool, hold=60, clock=Clock())
+        first = await kept.take()
+        kept_pid = first.get_server_pid()
+        await kept.give(first, clean=True)
+        assert kept.holding()
+        busy = await pool.acquire()  # a request holds the pool's other connection
+        waiting = asyncio.ensure_future(pool.acquire())  # and another waits for one
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        next_pass = asyncio.ensure_future(kept.take())
+        served = await asyncio.wait_for(waiting, WIDE)
+        assert served.get_server_pid() == kept_pid, "the waiting request gets the kept one"
+        assert not next_pass.done(), "the pass queues behind the requests"
+        await pool.release(busy)
+        conn = await asyncio.wait_for(next_pass, WIDE)
+        assert await conn.fetchval("SELECT 1") == 1
+        await pool.release(served)
+        await kept.give(conn, clean=False)
+
+    with_pool(database_url, 2, body)
+
+
+def test_the_hub_keeps_its_connection_after_a_clean_pass_and_not_after_a_failed_table(
+        database_url: str) -> None:
+    async def body(pool: Any) -> None:
+        engine = create_async_engine(async_url(database_url))
+        hub = Hub(engine, SnapshotCache(), pool)
+        try:
+            assert hub.kept is not None
+            async with _Connections(hub) as conns:
+                assert conns.raw is not None
+                kept_raw = conns.raw
+            assert hub.kept.holding()
+            async with _Connections(hub) as conns:
+                assert conns.raw is kept_raw
+                await conns.failed()
+            assert not hub.kept.holding()
+            await hub.close()
+            async with _Connections(hub):
+                pass
+            assert not hub.kept.holding(), "nothing is kept once the hub has closed"
+            assert pool.get_idle_size() == pool.get_size()
+        finally:
+            await engine.dispose()
 
     with_pool(database_url, 4, body)
 

@@ -249,6 +249,7 @@ class _Connections:
         self.hub = hub
         self.raw: asyncpg.Connection | None = None
         self.sa: AsyncConnection | None = None
+        self.faulted = False  # a table of the pass failed: its connection is not kept
         self._stack = contextlib.AsyncExitStack()
 
     async def __aenter__(self) -> _Connections:
@@ -260,7 +261,7 @@ class _Connections:
         try:
             raw, self.raw = self.raw, None
             if raw is not None and self.hub.kept is not None:
-                await self.hub.kept.give(raw, clean=exc_type is None)
+                await self.hub.kept.give(raw, clean=exc_type is None and not self.faulted)
         finally:
             await self._stack.aclose()
 
@@ -295,7 +296,9 @@ class _Connections:
         return None if value is None else int(value)
 
     async def failed(self) -> None:
-        """After a failed table: leave no transaction open on the SQLAlchemy connection."""
+        """After a failed table: leave no transaction open on the SQLAlchemy connection, and
+        give the pool connection back to the pool at the end of the pass, not keep it."""
+        self.faulted = True
         if self.sa is not None and self.sa.in_transaction():
             await self.sa.rollback()
 

@@ -1,17 +1,21 @@
 """The hub's pooled connection, kept between fan-out passes that follow each other closely.
 
-Each pass judges on a connection of the request path's asyncpg pool (realtime/hub.py). Taking
-one and giving it back cost more than the judge statement's own client side: about 45 µs to
-acquire and 130 µs to release (asyncpg shields the release in a task of its own), at every
-pass, and at 50 changes a second each change is its own pass. So the hub keeps the connection
-while passes keep coming, and gives it back once none came for `hold` seconds.
+Each pass judges on a connection of the request path's asyncpg pool (realtime/hub.py). At 50
+changes a second each change is its own pass, and taking a connection and giving it back
+(asyncpg shields the release in a task of its own) cost CPU at every one. So the hub keeps the
+connection while passes keep coming, and gives it back once none came for `hold` seconds.
 
-It never makes a request wait for long:
-- it is kept only when the pool could still serve a request without it (another connection
-  idle, or room to open one); otherwise it goes back at the end of the pass, as before;
-- a request that finds the pool exhausted while it is kept waits at most `hold` for it;
-- a pass that failed gives its connection back to the pool, which resets or drops it;
-- a closed connection (PostgreSQL restarted) is never kept: the pool replaces it.
+Requests come first:
+- it is kept only while the pool could still serve a request without it: another connection
+  idle, or room to open one (a request then pays for opening it, once);
+- a pass that finds the pool exhausted gives the kept connection back and queues for one like
+  a request, behind the requests already waiting;
+- so a request waits for the kept connection at most `hold`, when the pool runs out between
+  two passes.
+
+And only a sound connection is kept or lent: not after a pass in which something failed,
+not one PostgreSQL closed, not one lost while kept (it goes back to the pool, which drops it:
+asyncpg frees a connection's slot only when someone releases it after some failures).
 """
 
 from __future__ import annotations
@@ -35,22 +39,25 @@ class KeptConnection:
         self._used = 0.0  # when the last pass gave the connection back (clock)
         self._timer: asyncio.TimerHandle | None = None
         self._releasing: set[asyncio.Task[None]] = set()
+        self._closed = False
 
     def holding(self) -> bool:
         """Whether a connection is kept now (between passes)."""
         return self._conn is not None
 
     async def take(self) -> asyncpg.Connection:
-        """The kept connection, else one from the pool (also when the kept one was lost
-        meanwhile: the pool took it back when its socket closed)."""
+        """The kept connection, else one from the pool: also when the kept one was lost
+        meanwhile, or when the pool has run out (requests may be waiting: they go first)."""
         conn, self._conn = self._conn, None
-        if conn is not None and _open(conn):
-            return conn
+        if conn is not None:
+            if _open(conn) and not self._exhausted():
+                return conn
+            await self.pool.release(conn)  # returns at once if the pool took it back already
         return await self.pool.acquire()
 
     async def give(self, conn: asyncpg.Connection, *, clean: bool) -> None:
-        """Take back `conn` after a pass (`clean`: it ended without an error)."""
-        if not (clean and self._conn is None and self._keepable(conn)):
+        """Take back `conn` after a pass (`clean`: nothing in it failed)."""
+        if not (clean and not self._closed and self._conn is None and self._keepable(conn)):
             await self.pool.release(conn)
             return
         self._conn, self._used = conn, self.clock()
@@ -61,6 +68,10 @@ class KeptConnection:
         pool = self.pool
         return (_open(conn) and not conn.is_in_transaction()
                 and (pool.get_idle_size() > 0 or pool.get_size() < pool.get_max_size()))
+
+    def _exhausted(self) -> bool:
+        pool = self.pool
+        return pool.get_idle_size() == 0 and pool.get_size() >= pool.get_max_size()
 
     def _expire(self) -> None:
         # One timer per `hold`, re-armed for what is left of it, not one armed and cancelled
@@ -84,7 +95,9 @@ class KeptConnection:
             task.exception()  # the pool has dropped a connection it could not reset: nothing to do
 
     async def close(self) -> None:
-        """Give back what is kept, before the pool closes (the pool waits for it)."""
+        """Give back what is kept, and keep nothing from now on (the pool is about to close,
+        and waits for every connection taken from it)."""
+        self._closed = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
