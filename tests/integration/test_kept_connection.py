@@ -41,6 +41,31 @@ def lost(conn: Any) -> bool:
         return True
 
 
+async def kept_after_a_pass(pool: Any) -> tuple[KeptConnection, Any]:
+    """A hub's kept connection after one clean pass (kept, unless the pool forbids it), and
+    the connection that pass ran on."""
+    kept = KeptConnection(pool, hold=60, clock=Clock())
+    conn = await kept.take()
+    await kept.give(conn, clean=True)
+    return kept, conn
+
+
+async def killed(pool: Any, conn: Any) -> int:
+    """End `conn`'s backend as a restart would, and wait until the pool has seen it; its pid."""
+    pid: int = conn.get_server_pid()
+    async with pool.acquire() as other:
+        await other.execute("SELECT pg_terminate_backend($1)", pid)
+    await until(lambda: lost(conn))
+    return pid
+
+
+async def next_pass_runs_on_another(kept: KeptConnection, pid: int) -> None:
+    fresh = await kept.take()
+    assert fresh.get_server_pid() != pid
+    assert await fresh.fetchval("SELECT 1") == 1
+    await kept.give(fresh, clean=False)
+
+
 def with_pool(database_url: str, size: int,
               body: Callable[[Any], Awaitable[None]]) -> None:
     async def main() -> None:
@@ -90,9 +115,7 @@ def test_a_failed_pass_gives_its_connection_back_to_the_pool_at_once(database_ur
 
 def test_the_last_connection_a_request_could_get_is_never_kept(database_url: str) -> None:
     async def body(pool: Any) -> None:
-        kept = KeptConnection(pool, hold=60, clock=Clock())
-        conn = await kept.take()
-        await kept.give(conn, clean=True)
+        kept, _ = await kept_after_a_pass(pool)
         assert not kept.holding()
         # A request gets it without waiting for the hold to end.
         request = await asyncio.wait_for(pool.acquire(), WIDE)
@@ -106,16 +129,10 @@ def test_a_connection_postgresql_closed_is_never_kept(database_url: str) -> None
     async def body(pool: Any) -> None:
         kept = KeptConnection(pool, hold=60, clock=Clock())
         conn = await kept.take()
-        pid = conn.get_server_pid()
-        async with pool.acquire() as other:
-            await other.execute("SELECT pg_terminate_backend($1)", pid)
-        await until(lambda: lost(conn))
+        pid = await killed(pool, conn)
         await kept.give(conn, clean=True)
         assert not kept.holding()
-        fresh = await kept.take()
-        assert fresh.get_server_pid() != pid
-        assert await fresh.fetchval("SELECT 1") == 1
-        await kept.give(fresh, clean=False)
+        await next_pass_runs_on_another(kept, pid)
 
     with_pool(database_url, 4, body)
 
@@ -123,18 +140,10 @@ def test_a_connection_postgresql_closed_is_never_kept(database_url: str) -> None
 def test_a_kept_connection_postgresql_closed_meanwhile_is_replaced_at_the_next_pass(
         database_url: str) -> None:
     async def body(pool: Any) -> None:
-        kept = KeptConnection(pool, hold=60, clock=Clock())
-        conn = await kept.take()
-        pid = conn.get_server_pid()
-        await kept.give(conn, clean=True)
+        kept, conn = await kept_after_a_pass(pool)
         assert kept.holding()
-        async with pool.acquire() as other:
-            await other.execute("SELECT pg_terminate_backend($1)", pid)
-        await until(lambda: lost(conn))
-        fresh = await kept.take()
-        assert fresh.get_server_pid() != pid
-        assert await fresh.fetchval("SELECT 1") == 1
-        await kept.give(fresh, clean=False)
+        pid = await killed(pool, conn)
+        await next_pass_runs_on_another(kept, pid)
 
     with_pool(database_url, 4, body)
 
@@ -142,9 +151,7 @@ def test_a_kept_connection_postgresql_closed_meanwhile_is_replaced_at_the_next_p
 def test_a_kept_connection_whose_protocol_failed_goes_back_so_its_slot_is_not_lost(
         database_url: str) -> None:
     async def body(pool: Any) -> None:
-        kept = KeptConnection(pool, hold=60, clock=Clock())
-        conn = await kept.take()
-        await kept.give(conn, clean=True)
+        kept, conn = await kept_after_a_pass(pool)
         # What asyncpg does on a protocol error: the transport is aborted, and the pool's
         # slot stays taken until someone releases the connection.
         conn._con._protocol.abort()
@@ -161,10 +168,8 @@ def test_a_kept_connection_whose_protocol_failed_goes_back_so_its_slot_is_not_lo
 def test_a_pass_that_finds_the_pool_exhausted_queues_behind_the_waiting_requests(
         database_url: str) -> None:
     async def body(pool: Any) -> None:
-        kept = KeptConnection(pool, hold=60, clock=Clock())
-        first = await kept.take()
+        kept, first = await kept_after_a_pass(pool)
         kept_pid = first.get_server_pid()
-        await kept.give(first, clean=True)
         assert kept.holding()
         busy = await pool.acquire()  # a request holds the pool's other connection
         waiting = asyncio.ensure_future(pool.acquire())  # and another waits for one
@@ -211,9 +216,7 @@ def test_the_hub_keeps_its_connection_after_a_clean_pass_and_not_after_a_failed_
 
 def test_closing_gives_back_the_kept_connection_so_the_pool_can_close(database_url: str) -> None:
     async def body(pool: Any) -> None:
-        kept = KeptConnection(pool, hold=60, clock=Clock())
-        conn = await kept.take()
-        await kept.give(conn, clean=True)
+        kept, _ = await kept_after_a_pass(pool)
         assert kept.holding()
         await kept.close()
         assert not kept.holding()
