@@ -65,11 +65,11 @@ class KeptConnection:
             self._timer = asyncio.get_running_loop().call_later(self.hold, self._expire)
 
     def _keepable(self, conn: asyncpg.Connection) -> bool:
-        pool = self.pool
-        return (_open(conn) and not conn.is_in_transaction()
-                and (pool.get_idle_size() > 0 or pool.get_size() < pool.get_max_size()))
+        return _open(conn) and not conn.is_in_transaction() and not self._exhausted()
 
     def _exhausted(self) -> bool:
+        """Whether a request would have to wait for a connection now: none idle, and no room
+        to open one. Kept only while it is not; lent only while it is not."""
         pool = self.pool
         return pool.get_idle_size() == 0 and pool.get_size() >= pool.get_max_size()
 
