@@ -96,6 +96,14 @@ class Restartable:
             self.proc.stop(signal.SIGKILL)
             self.proc = self._start(self.port)
 
+    def live(self) -> ServerProcess:
+        """The running server, once a restart under way has finished: a suite that failed
+        while its restart was in flight must not leave the next suite a dead port."""
+        with self.lock:
+            if self.proc.process.poll() is not None:
+                self.proc = self._start(self.port)
+            return self.proc
+
     def stop(self) -> None:
         self.proc.stop()
 
@@ -158,7 +166,7 @@ def capped_server(database_url: str, tmp_path_factory: pytest.TempPathFactory,
 def vitest(suite: str, ts_server: Restartable, control_url: str) -> None:
     """Run one Vitest suite against the server; fail with its output when it fails."""
     ts_server.clock_file.write_text("0")
-    run_vitest(suite, ts_server.proc, AUTHORIC_CLOCK_FILE=str(ts_server.clock_file),
+    run_vitest(suite, ts_server.live(), AUTHORIC_CLOCK_FILE=str(ts_server.clock_file),
                AUTHORIC_CONTROL_URL=control_url)
 
 

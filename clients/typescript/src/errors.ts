@@ -1,5 +1,6 @@
 /** Errors: every failed call throws an `AuthoricError` carrying the contract's error object
- * (section 1). Failures that never reached the server get status 0 and code `NETWORK_ERROR`. */
+ * (section 1). Requests that never reached the server, and answers cut off or unreadable, get
+ * status 0 and code `NETWORK_ERROR`. */
 
 export class AuthoricError extends Error {
   readonly status: number;

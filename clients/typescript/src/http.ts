@@ -1,5 +1,5 @@
-/** The HTTP seam: builds URLs, sends the bearer token, turns error bodies into `AuthoricError`,
- * and retries once after `401 TOKEN_EXPIRED` with a refreshed token. */
+/** The HTTP seam: builds URLs, sends the bearer token, turns error bodies and failed transfers
+ * into `AuthoricError`, and retries once after `401 TOKEN_EXPIRED` with a refreshed token. */
 
 import { AuthoricError, errorOf, networkError } from "./errors.js";
 
@@ -81,7 +81,14 @@ export class Http {
   async json<T>(method: string, path: string, opts: SendOptions = {}): Promise<T> {
     const res = await this.send(method, path, opts);
     if (res.status === 204) return undefined as T;
-    return (await res.json()) as T;
+    try {
+      return (await res.json()) as T;
+    } catch (err) {
+      // The answer was cut off (the server died mid-body: undici's "terminated") or is not
+      // JSON: the caller cannot know what happened, as when the request never arrived.
+      if (opts.signal?.aborted) throw err;
+      throw networkError(err);
+    }
   }
 }
 

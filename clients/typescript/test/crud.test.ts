@@ -1,3 +1,5 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { createClient } from "../src/index.ts";
 import { rejection, URL_, world } from "./world.ts";
@@ -97,6 +99,23 @@ describe("a signed-in member using a table", () => {
     expect([anonymous.status, anonymous.code]).toEqual([401, "UNAUTHENTICATED"]);
     const offline = await rejection(createClient({ url: "http://127.0.0.1:9", app: w.name }).table("x").list());
     expect([offline.status, offline.code]).toEqual([0, "NETWORK_ERROR"]);
+  });
+
+  it("gets NETWORK_ERROR, not a bare TypeError, when a server dies halfway through its answer", async () => {
+    // A real socket that sends a 200's headers and part of its body, then closes: what a
+    // client sees when the server is killed mid-response.
+    const server: Server = createServer((_req, res) => {
+      res.writeHead(200, { "Content-Type": "application/json", "Content-Length": "100" });
+      res.write('{"items": [', () => res.socket?.destroy());
+    });
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const cut = await rejection(createClient({ url: `http://127.0.0.1:${port}`, app: "shop" }).table("x").list());
+      expect([cut.status, cut.code]).toEqual([0, "NETWORK_ERROR"]);
+    } finally {
+      await new Promise((done) => server.close(done));
+    }
   });
 
   it("signs out: the refresh token is revoked and the client holds no session", async () => {
