@@ -21,6 +21,27 @@ from tests.scenario import AppWorld
 from tests.servers import ServerProcess, start_server
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--database-bound-only", action="store_true",
+        help="run only the tests that reach the session's database (the database_url fixture); "
+             "the rest do the same whichever server AUTHORIC_TEST_DATABASE_URL names")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With --database-bound-only, deselect the tests that never reach `database_url`: the
+    database server is all that differs between CI's two passes (.ci/run), so those would only
+    run again as they ran in the first (unit tests, and tests that start an embedded
+    PostgreSQL of their own, such as the chaos minute)."""
+    if not config.getoption("--database-bound-only"):
+        return
+    bound = [item for item in items if "database_url" in getattr(item, "fixturenames", ())]
+    unbound = [item for item in items if "database_url" not in getattr(item, "fixturenames", ())]
+    if unbound:
+        config.hook.pytest_deselected(items=unbound)
+        items[:] = bound
+
+
 def _server_url(tmp_root: Path) -> str:
     url = os.environ.get("AUTHORIC_TEST_DATABASE_URL")
     if url:
