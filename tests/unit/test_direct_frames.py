@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.db.engine import create_engine
-from authoric.http.subscribe import StreamResponse
+from authoric.http.subscribe import DirectFrames
 from authoric.http.wire import ChunkWriter, chunk_writer
 from authoric.observability.metrics import Metrics
 from authoric.policy.enforcer import build_enforcer
@@ -146,9 +146,7 @@ def test_a_write_that_fails_ends_only_that_stream_so_its_client_resumes_from_the
     principal = Principal(APP, uuid.uuid4(), uuid.uuid4(), None, ("reader",), None)
     stream = Stream(settings, hub.engine, hub, None,  # type: ignore[arg-type]  # no replay
                     StreamRequest(snapshot, [Notes()], principal, None))  # type: ignore[list-item]
-    response = StreamResponse(stream, Metrics())
-    response._writer = FailingWriter()  # type: ignore[assignment]
-    stream.sub.direct = response._deliver_now
+    stream.sub.direct = DirectFrames(stream, FailingWriter(), Metrics().feed)  # type: ignore[arg-type]
     bystander = subscriber(None)
 
     async def run() -> None:

@@ -27,7 +27,7 @@ from authoric.http.autocrud import governed
 from authoric.http.context import services
 from authoric.http.lean import LeanRoute
 from authoric.http.wire import ChunkWriter, chunk_writer
-from authoric.observability.metrics import Metrics
+from authoric.observability.metrics import FeedTally, Metrics
 from authoric.plan.request import parse_expand
 from authoric.realtime.judge import Frame
 from authoric.realtime.stream import NONE_WRITTEN, Stream, StreamRequest
@@ -119,6 +119,54 @@ _HEADERS: dict[tuple[tuple[bytes, bytes], ...], list[tuple[bytes, bytes]]] = {}
 _open: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Open] = weakref.WeakKeyDictionary()
 
 
+def tally_written(tally: FeedTally, stream: Stream, chunk: bytes) -> None:
+    """Tally a chunk just written to `stream`: its frames by kind and, for live frames, their
+    `delivered` latency (once: the stream's write times are then cleared)."""
+    tally.count_frames(chunk)
+    if stream.written:
+        tally.delivered(stream.written, time.time())
+        stream.written = NONE_WRITTEN
+
+
+class DirectFrames:
+    """The hub's frames for one idle stream, written on the hub's turn (`Subscriber.direct`):
+    no wake-up of the stream's task, the same bytes and tallies as its loop. False (nothing
+    written) when they must go through the task instead: the token has expired (the task
+    then sends `reauth` and ends, without them), or the writer would have to wait.
+
+    A small object of its own, not a method of the response: a delivery reads only this, the
+    stream and uvicorn's cycle, not the response's attribute dict, the request and the
+    principal. Between two changes all of them go cold in the cache, and at 50 changes a
+    second a delivery costs more in misses than in instructions (docs/realtime.md,
+    section 20)."""
+
+    __slots__ = ("expires", "stream", "tally", "writer")
+
+    def __init__(self, stream: Stream, writer: ChunkWriter, tally: FeedTally) -> None:
+        self.stream, self.writer, self.tally = stream, writer, tally
+        self.expires = stream.req.expires_at  # the token's: fixed for the stream's life
+
+    def __call__(self, frames: Sequence[Frame]) -> bool:
+        writer = self.writer
+        if not writer.ready() or time.time() >= self.expires:
+            return False
+        stream = self.stream
+        chunk, _ = stream.pack(frames)
+        if chunk:
+            try:
+                writer.write(chunk)
+            except Exception:
+                # Counted as sent (the replay's dedupe would drop them if queued again) and
+                # perhaps half written: the stream ends, and its client resumes from the
+                # last frame it received.
+                log.exception("a direct write failed; the stream ends and its client resumes")
+                stream.sub.direct = None
+                stream.sub.close("error")
+                return True
+            tally_written(self.tally, stream, chunk)
+        return True
+
+
 class StreamResponse(EventSourceResponse):
     """sse-starlette's response (its headers) served by the request's own task instead of
     sse-starlette's task group.
@@ -138,7 +186,7 @@ class StreamResponse(EventSourceResponse):
     `delivered` latency, and why the server ended the stream.
 
     While the task waits with nothing queued, the hub writes live frames itself
-    (`_deliver_now`, through http/wire.py): the same bytes and tallies, without waking the
+    (`DirectFrames`, through http/wire.py): the same bytes and tallies, without waking the
     task. A stream then costs the hub a write per frame, not a task switch and a trip through
     the frames generator and the server's `send`."""
 
@@ -153,40 +201,6 @@ class StreamResponse(EventSourceResponse):
         self.stream = stream
         self._task: asyncio.Task[Any] | None = None
         self._ended_by = ""  # "disconnect" or "shutdown" once one of them cancels the task
-        self._writer: ChunkWriter | None = None  # set once the response has started
-
-    def _deliver_now(self, frames: Sequence[Frame]) -> bool:
-        """The hub's frames for this idle stream, written on the hub's turn (Subscriber.direct):
-        no wake-up of the stream's task, the same bytes and tallies as its loop below. False
-        (nothing written) when they must go through the task instead: the token has expired
-        (the task then sends `reauth` and ends, without them), or the writer would have to
-        wait."""
-        stream, writer = self.stream, self._writer
-        if writer is None or not writer.ready() or time.time() >= stream.req.expires_at:
-            return False
-        chunk, _ = stream.pack(frames)
-        if chunk:
-            try:
-                writer.write(chunk)
-            except Exception:
-                # Counted as sent (the replay's dedupe would drop them if queued again) and
-                # perhaps half written: the stream ends, and its client resumes from the
-                # last frame it received.
-                log.exception("a direct write failed; the stream ends and its client resumes")
-                stream.sub.direct = None
-                stream.sub.close("error")
-                return True
-            self._count(chunk)
-        return True
-
-    def _count(self, chunk: bytes) -> None:
-        """Tally a chunk just written: its frames by kind and, for live frames, their
-        `delivered` latency (once: the stream's write times are then cleared)."""
-        tally, stream = self.metrics.feed, self.stream
-        tally.count_frames(chunk)
-        if stream.written:
-            tally.delivered(stream.written, time.time())
-            stream.written = NONE_WRITTEN
 
     def end(self, why: str) -> None:
         """Stop the stream from outside its task (the client left, or the server stops)."""
@@ -220,12 +234,12 @@ class StreamResponse(EventSourceResponse):
             await send({"type": "http.response.start", "status": self.status_code,
                         "headers": list(self.raw_headers)})
             self._response_started = True
-            self._writer = chunk_writer(body_send)
-            if self._writer is not None:
-                stream.sub.direct = self._deliver_now
+            writer = chunk_writer(body_send)
+            if writer is not None:
+                stream.sub.direct = DirectFrames(stream, writer, metrics.feed)
             async for chunk in frames:
                 await body_send({"type": "http.response.body", "body": chunk, "more_body": True})
-                self._count(chunk)
+                tally_written(metrics.feed, stream, chunk)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             self._response_complete = True
         except asyncio.CancelledError:
@@ -234,7 +248,7 @@ class StreamResponse(EventSourceResponse):
                 raise
         finally:
             self._task = None  # no cancel from now on: it could land outside this response
-            stream.sub.direct, self._writer = None, None
+            stream.sub.direct = None
             registry.responses.discard(self)
             listener.cancel()
             aclose = getattr(frames, "aclose", None)

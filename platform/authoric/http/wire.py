@@ -27,10 +27,12 @@ CYCLE_STATE = ("transport", "flow", "disconnected", "response_started", "respons
 class ChunkWriter:
     """Writes body chunks of one started, chunked response, when that needs no wait."""
 
-    __slots__ = ("_cycle",)
+    __slots__ = ("_cycle", "_flow", "_transport")
 
     def __init__(self, cycle: Any) -> None:
-        self._cycle = cycle
+        # The cycle's flow control and transport are its connection's, fixed for its life:
+        # held here, a write does not look them up in the cycle's attribute dict each time.
+        self._cycle, self._flow, self._transport = cycle, cycle.flow, cycle.transport
 
     def ready(self) -> bool:
         """Whether uvicorn's own `send` would simply write now. Not when the client has stopped
@@ -38,8 +40,8 @@ class ChunkWriter:
         connection is gone or closing, or the response has ended: the caller then gives the
         frames to the stream's task, whose `send` waits or finds out."""
         cycle = self._cycle
-        return not (cycle.flow.write_paused or cycle.disconnected or cycle.response_complete
-                    or cycle.transport.is_closing())
+        return not (self._flow.write_paused or cycle.disconnected or cycle.response_complete
+                    or self._transport.is_closing())
 
     def write(self, body: bytes) -> None:
         """Write `body` as one chunk (call `ready` first). What the transport raises goes to
@@ -47,7 +49,7 @@ class ChunkWriter:
         (http/subscribe.py, `StreamResponse._deliver_now`) and its client resumes from the
         last frame it received."""
         if body:  # an empty chunk would be the end of the body
-            self._cycle.transport.write(b"%x\r\n%b\r\n" % (len(body), body))
+            self._transport.write(b"%x\r\n%b\r\n" % (len(body), body))
 
 
 def chunk_writer(send: Send) -> ChunkWriter | None:
