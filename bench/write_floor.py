@@ -42,6 +42,7 @@ from typing import Any
 import asyncpg
 import uvloop
 
+from authoric.http.wire import chunked
 from bench.harness import database, process_cpu_seconds
 
 # One change frame as bench.fanout's subscribers get it (about 330 bytes), chunk-framed.
@@ -49,7 +50,7 @@ BODY = (b'id: 123456\ndata: {"op":"insert","table":"invoices","row":{"uid":"0f8e
         b'9a7e-3b2c1d0e9f8a","createdAt":"2026-12-06T14:00:00.000000Z","updatedAt":"2026-12-06'
         b'T14:00:00.000000Z","number":"INV-123456","status":"received","amount":"100.50","seq":'
         b'123456,"stamp":1765029600.123456,"secret":null,"vendor_uid":null}}\n\n')
-CHUNK = b"%x\r\n%b\r\n" % (len(BODY), BODY)
+CHUNK = chunked(BODY)
 VARIANTS = ("writes", "trip+writes", "trip")
 
 

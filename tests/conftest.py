@@ -35,8 +35,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     PostgreSQL of their own, such as the chaos minute)."""
     if not config.getoption("--database-bound-only"):
         return
-    bound = [item for item in items if "database_url" in getattr(item, "fixturenames", ())]
-    unbound = [item for item in items if "database_url" not in getattr(item, "fixturenames", ())]
+    bound: list[pytest.Item] = []
+    unbound: list[pytest.Item] = []
+    for item in items:
+        reaches = "database_url" in getattr(item, "fixturenames", ())
+        (bound if reaches else unbound).append(item)
     if unbound:
         config.hook.pytest_deselected(items=unbound)
         items[:] = bound

@@ -24,6 +24,11 @@ CYCLE_STATE = ("transport", "flow", "disconnected", "response_started", "respons
                "chunked_encoding")
 
 
+def chunked(body: bytes) -> bytes:
+    """`body` as one chunk of a chunked HTTP/1.1 body, as uvicorn frames a body message."""
+    return b"%x\r\n%b\r\n" % (len(body), body)
+
+
 class ChunkWriter:
     """Writes body chunks of one started, chunked response, when that needs no wait."""
 
@@ -46,10 +51,10 @@ class ChunkWriter:
     def write(self, body: bytes) -> None:
         """Write `body` as one chunk (call `ready` first). What the transport raises goes to
         the caller: the frames may be lost on this connection, so the stream ends there
-        (http/subscribe.py, `StreamResponse._deliver_now`) and its client resumes from the
+        (http/subscribe.py, `DirectFrames`) and its client resumes from the
         last frame it received."""
         if body:  # an empty chunk would be the end of the body
-            self._transport.write(b"%x\r\n%b\r\n" % (len(body), body))
+            self._transport.write(chunked(body))
 
 
 def chunk_writer(send: Send) -> ChunkWriter | None:
