@@ -125,6 +125,30 @@ def test_the_last_connection_a_request_could_get_is_never_kept(database_url: str
     with_pool(database_url, 1, body)
 
 
+def test_whether_a_request_would_wait_agrees_with_the_pools_own_counts_at_every_fill(
+        database_url: str) -> None:
+    """The kept connection asks asyncpg's queue of free slots (one look) instead of walking
+    every slot through the public counts: both must say the same, with slots connected,
+    lent out or never yet connected."""
+    async def body(pool: Any) -> None:
+        kept = KeptConnection(pool, hold=60, clock=Clock())
+
+        def by_counts() -> bool:
+            return pool.get_idle_size() == 0 and pool.get_size() >= pool.get_max_size()
+
+        lent = []
+        for _ in range(pool.get_max_size()):
+            assert kept._exhausted() is by_counts() is False
+            lent.append(await asyncio.wait_for(pool.acquire(), WIDE))
+        assert kept._exhausted() is by_counts() is True
+        await pool.release(lent.pop())
+        assert kept._exhausted() is by_counts() is False
+        for conn in lent:
+            await pool.release(conn)
+
+    with_pool(database_url, 3, body)
+
+
 def test_a_connection_postgresql_closed_is_never_kept(database_url: str) -> None:
     async def body(pool: Any) -> None:
         kept = KeptConnection(pool, hold=60, clock=Clock())

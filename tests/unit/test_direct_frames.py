@@ -21,11 +21,11 @@ from starlette.types import Receive, Scope, Send
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.db.engine import create_engine
 from authoric.http.subscribe import DirectFrames
-from authoric.http.wire import ChunkWriter, chunk_writer
-from authoric.observability.metrics import Metrics
+from authoric.http.wire import ChunkWriter, chunk_writer, chunked
+from authoric.observability.metrics import FeedTally, Metrics
 from authoric.policy.enforcer import build_enforcer
 from authoric.policy.principal import Principal
-from authoric.realtime.hub import CLOSE, Hub, Subscriber
+from authoric.realtime.hub import CLOSE, Hub, Run, Subscriber
 from authoric.realtime.judge import Frame
 from authoric.realtime.stream import Stream, StreamRequest
 from authoric.settings import Settings
@@ -47,8 +47,10 @@ def run_on(loop: str, main: Coroutine[Any, Any, T]) -> T:
 
 
 def subscriber(direct: Callable[[Sequence[Frame]], bool] | None, limit: int = 100) -> Subscriber:
+    """A stream's subscriber whose direct writer is `direct` (None: it has none)."""
     sub = Subscriber(uuid.uuid4(), ("notes",), None, limit)
-    sub.direct = direct
+    if direct is not None:
+        sub.direct = lambda frames, run: direct(frames)
     return sub
 
 
@@ -113,11 +115,12 @@ def test_frames_for_a_stream_whose_wait_has_just_ended_are_queued_for_its_task()
 def test_a_writer_that_raises_costs_only_its_own_stream_the_direct_path() -> None:
     # Raising before it wrote anything (a server's internals moved, say): the frames, and
     # this stream's from now on, go through its task; it stays open.
-    def broken(frames: Sequence[Frame]) -> bool:
+    def broken(frames: Sequence[Frame], run: Run | None = None) -> bool:
         raise AttributeError("a server's internals moved")
 
     async def run() -> None:
-        sub = subscriber(broken)
+        sub = subscriber(None)
+        sub.direct = broken
         task = await waiting(sub)
         sub.offer(FRAMES)  # no exception reaches the hub's pass
         await asyncio.wait_for(task, 60)
@@ -135,18 +138,95 @@ class FailingWriter:
     def write(self, body: bytes) -> None:
         raise OSError("the connection broke mid-write")
 
+    write_chunk = write
 
-def test_a_write_that_fails_ends_only_that_stream_so_its_client_resumes_from_the_log() -> None:
-    # The frames were packed (counted as sent: queued again, the replay's dedupe would drop
-    # them) and maybe half written, so the stream ends with `error` and its client resumes
-    # with Last-Event-ID; a stream of the same class is untouched.
+
+class Connection:
+    """A connection that takes every byte it is given: what its client would read."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def ready(self) -> bool:
+        return True
+
+    def write(self, body: bytes) -> None:
+        self.writes.append(chunked(body))
+
+    def write_chunk(self, chunk: bytes) -> None:
+        self.writes.append(chunk)
+
+
+def direct_stream(writer: Any, tally: FeedTally) -> Stream:
+    """A member's stream whose frames the hub writes with `writer` (no replay, no database)."""
     settings = Settings()
     hub = Hub(create_engine(settings, "postgresql://postgres@127.0.0.1:1/none"), SnapshotCache())
     snapshot = AppSnapshot(APP, "notes-app", 1, {}, {}, {}, build_enforcer({}))
     principal = Principal(APP, uuid.uuid4(), uuid.uuid4(), None, ("reader",), None)
     stream = Stream(settings, hub.engine, hub, None,  # type: ignore[arg-type]  # no replay
                     StreamRequest(snapshot, [Notes()], principal, None))  # type: ignore[list-item]
-    stream.sub.direct = DirectFrames(stream, FailingWriter(), Metrics().feed)  # type: ignore[arg-type]
+    stream.sub.direct = DirectFrames(stream, writer, tally)
+    return stream
+
+
+def offered_to_a_class(streams: list[Stream], frames: Sequence[Frame]) -> None:
+    """The hub's pass for one read class: its frames to every idle stream, then the tally."""
+    async def run() -> None:
+        tasks = [await waiting(stream.sub) for stream in streams]
+        run = Run(frames)
+        for stream in streams:
+            stream.sub.offer(frames, run)
+        run.settle()
+        for task in tasks:
+            task.cancel()
+
+    asyncio.run(run())
+
+
+def test_a_read_class_s_frames_are_framed_once_for_all_its_idle_streams_and_tallied_per_stream(
+        ) -> None:
+    tally = FeedTally([60.0, 600.0])  # wide: a slow box may take seconds between the two
+    connections = [Connection() for _ in range(3)]
+    streams = [direct_stream(c, tally) for c in connections]
+    stamped = [Frame(5, FRAMES[0].data, time.time()), Frame(6, FRAMES[1].data, time.time())]
+    offered_to_a_class(streams, stamped)
+    assert [c.writes for c in connections] == [[chunked(FRAMES[0].data + FRAMES[1].data)]] * 3
+    assert connections[0].writes[0] is connections[2].writes[0], "framed once, for all"
+    frames, buckets, _ = tally.take()
+    assert frames == {"change": 6} and sum(buckets["delivered"]) == 6
+    assert buckets["delivered"][0] == 6, "written just now: within the first bucket"
+    assert all(stream.last_sent == 6 and stream.sub.take() is None for stream in streams)
+
+
+def test_a_stream_whose_replay_sent_some_of_its_class_s_frames_gets_only_the_others() -> None:
+    tally = FeedTally([0.1, 1.0])
+    connections = [Connection() for _ in range(3)]
+    streams = [direct_stream(c, tally) for c in connections]
+    streams[1].last_sent = 5  # its replay ended at 5
+    offered_to_a_class(streams, FRAMES)
+    whole = chunked(FRAMES[0].data + FRAMES[1].data)
+    assert [c.writes for c in connections] == [[whole], [chunked(FRAMES[1].data)], [whole]]
+    assert tally.take()[0] == {"change": 5}
+
+
+def test_a_class_write_that_fails_ends_only_that_stream_and_the_others_are_tallied() -> None:
+    tally = FeedTally([0.1, 1.0])
+    connections = [Connection(), Connection()]
+    streams = [direct_stream(connections[0], tally), direct_stream(FailingWriter(), tally),
+               direct_stream(connections[1], tally)]
+    offered_to_a_class(streams, FRAMES)
+    assert (streams[1].sub.closed, streams[1].sub.reason, streams[1].sub.direct) == (
+        True, "error", None)
+    assert not streams[0].sub.closed and not streams[2].sub.closed
+    assert [c.writes for c in connections] == [[chunked(FRAMES[0].data + FRAMES[1].data)]] * 2
+    assert tally.take()[0] == {"change": 4}
+
+
+def test_a_write_that_fails_ends_only_that_stream_so_its_client_resumes_from_the_log() -> None:
+    # The frames were packed (counted as sent: queued again, the replay's dedupe would drop
+    # them) and maybe half written, so the stream ends with `error` and its client resumes
+    # with Last-Event-ID; a stream of the same class is untouched.
+    stream = direct_stream(FailingWriter(), Metrics().feed)
     bystander = subscriber(None)
 
     async def run() -> None:

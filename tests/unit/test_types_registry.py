@@ -250,3 +250,23 @@ def test_a_type_added_to_the_registry_is_taken_by_tables_rows_documents_and_csv(
 def test_a_timestamp_renders_as_rfc3339_in_utc_with_z_exactly_as_isoformat_would(
         t: dt.datetime) -> None:
     assert rfc3339(t) == t.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def test_a_row_rendered_once_and_redacted_after_is_the_row_rendered_redacted(
+        ) -> None:
+    """The feed renders a row once for classes that redact differently (realtime/judge.py):
+    what each class then reads must be exactly `row_json` with its redaction, order included."""
+    definition = TableDef.model_validate({"name": "invoices", "columns": [
+        {"name": "number", "type": "text"}, {"name": "amount", "type": "numeric"},
+        {"name": "secret", "type": "text"}, {"name": "due", "type": "timestamp"}]})
+    check_columns(definition.columns, set())
+    compiled = compile_table(uuid.UUID(int=1), definition, MetaData())
+    row = {"uid": uuid.UUID(int=2), "number": "INV-1", "amount": None, "secret": "s3",
+           "due": dt.datetime(2026, 5, 1, 12, tzinfo=dt.UTC),
+           "created_at": dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+           "updated_at": dt.datetime(2026, 1, 2, tzinfo=dt.UTC)}
+    whole = compiled.row_json(row)
+    for redacted in (frozenset(), frozenset({"secret"}), frozenset({"secret", "amount", "due"})):
+        derived = compiled.redact(whole, redacted)
+        assert list(derived.items()) == list(compiled.row_json(row, redacted).items())
+    assert whole["secret"] == "s3", "the unredacted rendering is left as it was"

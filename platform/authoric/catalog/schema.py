@@ -101,6 +101,18 @@ class CompiledTable:
         out["updatedAt"] = rfc3339(mapping["updated_at"])
         return out
 
+    def redact(self, shown: dict[str, Any], redacted: frozenset[str]) -> dict[str, Any]:
+        """`shown` (a `row_json` with nothing redacted) as `row_json` would give it with
+        `redacted` masked, without rendering its values again (the feed renders a row once
+        for the read classes of an org that redact differently)."""
+        if not redacted:
+            return shown
+        out = dict(shown)
+        for key, name, _ in self.renderers:
+            if name in redacted:
+                out[key] = "[redacted]"
+        return out
+
 
 def _unique(definition: TableDef, column: ColumnDef) -> Any:
     """Unique per org; on soft-delete tables only among live rows (a deleted row frees its value)."""

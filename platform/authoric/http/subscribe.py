@@ -26,9 +26,10 @@ from authoric.http.admin import require_admin
 from authoric.http.autocrud import governed
 from authoric.http.context import services
 from authoric.http.lean import LeanRoute
-from authoric.http.wire import ChunkWriter, chunk_writer
+from authoric.http.wire import ChunkWriter, chunk_writer, chunked
 from authoric.observability.metrics import FeedTally, Metrics
 from authoric.plan.request import parse_expand
+from authoric.realtime.hub import Run
 from authoric.realtime.judge import Frame
 from authoric.realtime.stream import NONE_WRITTEN, Stream, StreamRequest
 from authoric.records.expand import expansion_tree
@@ -138,7 +139,11 @@ class DirectFrames:
     stream and uvicorn's cycle, not the response's attribute dict, the request and the
     principal. Between two changes all of them go cold in the cache, and at 50 changes a
     second a delivery costs more in misses than in instructions (docs/realtime.md,
-    section 20)."""
+    section 20).
+
+    Frames offered to a whole read class come with its `Run` (realtime/hub.py): the first
+    stream frames them as one chunk for all, and the hub tallies them once for every stream
+    they reached (docs/realtime.md, section 21)."""
 
     __slots__ = ("expires", "stream", "tally", "writer")
 
@@ -146,25 +151,48 @@ class DirectFrames:
         self.stream, self.writer, self.tally = stream, writer, tally
         self.expires = stream.req.expires_at  # the token's: fixed for the stream's life
 
-    def __call__(self, frames: Sequence[Frame]) -> bool:
+    def __call__(self, frames: Sequence[Frame], run: Run | None = None) -> bool:
         writer = self.writer
         if not writer.ready() or time.time() >= self.expires:
             return False
         stream = self.stream
+        if run is not None and stream.last_sent < frames[0].pos:
+            # None of them sent yet (the usual case: no replay overlaps live frames): the
+            # class's chunk as it is, tallied with the class's.
+            chunk = run.chunk
+            if not chunk:
+                run.body = b"".join([item.data for item in frames])
+                chunk = run.chunk = chunked(run.body)
+                run.tally = self.tally_run
+            stream.last_sent = frames[-1].pos
+            if self._wrote(writer.write_chunk, chunk):
+                run.reached += 1
+            return True
         chunk, _ = stream.pack(frames)
-        if chunk:
-            try:
-                writer.write(chunk)
-            except Exception:
-                # Counted as sent (the replay's dedupe would drop them if queued again) and
-                # perhaps half written: the stream ends, and its client resumes from the
-                # last frame it received.
-                log.exception("a direct write failed; the stream ends and its client resumes")
-                stream.sub.direct = None
-                stream.sub.close("error")
-                return True
+        if chunk and self._wrote(writer.write, chunk):
             tally_written(self.tally, stream, chunk)
         return True
+
+    def _wrote(self, write: Callable[[bytes], None], data: bytes) -> bool:
+        """Whether `write` took `data`. Else the frames are counted as sent (the replay's
+        dedupe would drop them if queued again) and perhaps half written: the stream ends,
+        and its client resumes from the last frame it received."""
+        try:
+            write(data)
+        except Exception:
+            log.exception("a direct write failed; the stream ends and its client resumes")
+            sub = self.stream.sub
+            sub.direct = None
+            sub.close("error")
+            return False
+        return True
+
+    def tally_run(self, run: Run) -> None:
+        """Tally a class's frames once for every stream they reached (`Run.settle`): their
+        kinds, and their `delivered` latency as of now, just after the last of them."""
+        tally = self.tally
+        tally.count_frames(run.body, run.reached)
+        tally.delivered([item.at for item in run.frames], time.time(), run.reached)
 
 
 class StreamResponse(EventSourceResponse):

@@ -56,6 +56,11 @@ class ChunkWriter:
         if body:  # an empty chunk would be the end of the body
             self._transport.write(chunked(body))
 
+    def write_chunk(self, chunk: bytes) -> None:
+        """Write a chunk framed already (`chunked` of a body that is not empty): the frames of
+        a read class, framed once for all its streams. Raises as `write` does."""
+        self._transport.write(chunk)
+
 
 def chunk_writer(send: Send) -> ChunkWriter | None:
     """A writer for the response `send` has started, if `send` is uvicorn's httptools request

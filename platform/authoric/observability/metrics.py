@@ -81,34 +81,36 @@ class FeedTally:
         self.buckets: dict[str, list[int]] = {}
         self.seconds: dict[str, float] = {}
 
-    def count_frames(self, chunk: bytes) -> None:
-        """The frames of one SSE chunk, by kind (FRAME_MARKS; `change`: every other)."""
+    def count_frames(self, chunk: bytes, streams: int = 1) -> None:
+        """The frames of one SSE chunk, by kind (FRAME_MARKS; `change`: every other), sent to
+        `streams` streams."""
         total = chunk.count(b"\n\n")
         frames = self.frames
         if total == 1 and chunk.startswith(b"id:"):  # one change (no mark starts so)
-            frames["change"] = frames.get("change", 0) + 1
+            frames["change"] = frames.get("change", 0) + streams
             return
         for kind, mark in FRAME_MARKS.items():
             n = chunk.count(mark) if total > 1 else int(chunk.startswith(mark))
             if n:
-                frames[kind] = frames.get(kind, 0) + n
+                frames[kind] = frames.get(kind, 0) + n * streams
                 total -= n
         if total > 0:
-            frames["change"] = frames.get("change", 0) + total
+            frames["change"] = frames.get("change", 0) + total * streams
 
-    def observe(self, stage: str, seconds: float) -> None:
-        """One latency of `stage` (at least 0)."""
+    def observe(self, stage: str, seconds: float, times: int = 1) -> None:
+        """A latency of `stage` (at least 0), observed `times` times."""
         seconds = max(0.0, seconds)
         buckets = self.buckets.get(stage)
         if buckets is None:
             buckets = self.buckets[stage] = [0] * len(self.bounds)
-        buckets[bisect_left(self.bounds, seconds)] += 1
-        self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+        buckets[bisect_left(self.bounds, seconds)] += times
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds * times
 
-    def delivered(self, written: list[float], now: float) -> None:
-        """A `delivered` latency per live frame written at `now`: `now - at`, at least 0."""
+    def delivered(self, written: Iterable[float], now: float, streams: int = 1) -> None:
+        """A `delivered` latency per live frame written at `now` to each of `streams` streams:
+        `now - at`, at least 0."""
         for at in written:
-            self.observe("delivered", now - at)
+            self.observe("delivered", now - at, streams)
 
     def take(self) -> tuple[dict[str, int], dict[str, list[int]], dict[str, float]]:
         """What was counted since the last call, leaving every count at zero."""

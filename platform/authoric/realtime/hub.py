@@ -74,25 +74,27 @@ class Subscriber:
     # Set by the stream's response (http/subscribe.py): writes frames to the connection from
     # the hub's turn, or says False (nothing written) when they must wait in the queue. Used
     # only while the stream's task waits with nothing queued, so everything before them has
-    # been written: the order on the wire is the order offered.
-    direct: Callable[[Sequence[Frame]], bool] | None = None
+    # been written: the order on the wire is the order offered. The frames come with their
+    # class's `Run` when the hub offers them to a whole class.
+    direct: Callable[[Sequence[Frame], Run | None], bool] | None = None
     _items: deque[Frame] | None = field(default=None, init=False, repr=False)
     _waiter: asyncio.Future[None] | None = field(default=None, init=False, repr=False)
     _timer: asyncio.TimerHandle | None = field(default=None, init=False, repr=False)
     _until: float = field(default=0.0, init=False, repr=False)
     _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
 
-    def offer(self, frames: Sequence[Frame]) -> None:
+    def offer(self, frames: Sequence[Frame], run: Run | None = None) -> None:
         """Deliver `frames` (in position order): written at once by `direct` when the stream
         waits idle and its writer can write without waiting, else queued for the stream's task
-        (one past `limit` ends the stream with `overflow`)."""
+        (one past `limit` ends the stream with `overflow`). `run`: the class's, when these
+        are the frames every stream of a read class is offered."""
         if self.closed:
             return
         items = self._items
         if items is None:
             waiter, direct = self._waiter, self.direct
             if (direct is not None and waiter is not None and not waiter.done()
-                    and self._written(direct, frames)):
+                    and self._written(direct, frames, run)):
                 return
             items = self._items = deque()
         for item in frames:
@@ -102,14 +104,14 @@ class Subscriber:
             items.append(item)
         self._wake()
 
-    def _written(self, direct: Callable[[Sequence[Frame]], bool],
-                 frames: Sequence[Frame]) -> bool:
+    def _written(self, direct: Callable[[Sequence[Frame], Run | None], bool],
+                 frames: Sequence[Frame], run: Run | None) -> bool:
         """Whether `direct` wrote the frames. One that raises has neither written nor counted
         them (a write that fails ends its stream there: http/subscribe.py), so they go to the
         stream's task, and so do this stream's from now on; no other stream is touched (an
         error out of here would end every stream of the table)."""
         try:
-            return direct(frames)
+            return direct(frames, run)
         except Exception:
             log.exception("writing frames directly failed; this stream's go through its task")
             self.direct = None
@@ -164,6 +166,29 @@ class Subscriber:
     def _wake(self) -> None:
         if self._waiter is not None:
             _resolve(self._waiter)
+
+
+@dataclass(eq=False, slots=True)
+class Run:
+    """One read class's frames from one judging, offered to every stream of the class.
+
+    The streams of a class receive the same frames, so their direct writers
+    (http/subscribe.py, `DirectFrames`) frame them as one chunk once for all of them (the
+    first one does, and sets `tally`), count the streams they reached, and the hub tallies
+    them once after offering them to the whole class (`settle`). A delivery is then a check
+    and a socket write. A stream that has some of the frames already (its replay overlapped
+    them) packs its own, as a lone stream does."""
+
+    frames: Sequence[Frame]
+    body: bytes = b""  # the frames' bytes, joined
+    chunk: bytes = b""  # `body` framed as one HTTP chunk
+    reached: int = 0  # streams it was written to directly
+    tally: Callable[[Run], None] | None = None
+
+    def settle(self) -> None:
+        """Tally the streams it reached (after it was offered to the whole class)."""
+        if self.reached and self.tally is not None:
+            self.tally(self)
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:
@@ -250,7 +275,8 @@ class _Connections:
         self.raw: asyncpg.Connection | None = None
         self.sa: AsyncConnection | None = None
         self.faulted = False  # a table of the pass failed: its connection is not kept
-        self._stack = contextlib.AsyncExitStack()
+        # Made with the SQLAlchemy connection, which most passes never need.
+        self._stack: contextlib.AsyncExitStack | None = None
 
     async def __aenter__(self) -> _Connections:
         if self.hub.kept is not None:
@@ -263,7 +289,8 @@ class _Connections:
             if raw is not None and self.hub.kept is not None:
                 await self.hub.kept.give(raw, clean=exc_type is None and not self.faulted)
         finally:
-            await self._stack.aclose()
+            if self._stack is not None:
+                await self._stack.aclose()
 
     async def _release(self) -> None:
         raw, self.raw = self.raw, None
@@ -280,6 +307,7 @@ class _Connections:
 
     async def connect(self) -> AsyncConnection:
         if self.sa is None:
+            self._stack = self._stack or contextlib.AsyncExitStack()
             self.sa = await self._stack.enter_async_context(self.hub.engine.connect())
         return self.sa
 
@@ -471,11 +499,13 @@ class Hub:
             for key, items in frames.items():
                 if not items:
                     continue
+                run = Run(items)
                 for sub in members.get(key, ()):
                     if len(sub.tables) > 1:
                         pending[sub].append(items)
                         continue
-                    sub.offer(items)
+                    sub.offer(items, run)
+                run.settle()
             if start + JUDGE_BATCH < len(batch):
                 await asyncio.sleep(0)  # let streams drain their queues between chunks
 

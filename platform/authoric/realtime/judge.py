@@ -202,21 +202,37 @@ async def _rendered(connect: Connect, snapshot: AppSnapshot, table: CompiledTabl
     expanded = any(cls.expand for cls in classes)
     # A row is rendered once per redaction, and classes that redact alike share the dict
     # (judge_orgs then encodes it once). Not with `?expand=`: expansion adds to each class's
-    # dicts, so each class gets its own.
+    # dicts, so each class gets its own. When the classes redact in more than one way, the
+    # row's values are rendered once, unredacted, and each redaction masks a copy.
     shared: dict[tuple[Any, frozenset[str], int], dict[str, Any]] = {}
+    plain: dict[Any, dict[str, Any]] | None = None
+    if not expanded and len({_redacted(decisions, cls) for cls in classes}) > 1:
+        plain = {}
     for (i, uid), row in visible.items():
-        decision = decisions[classes[i].key]
-        assert decision is not None
-        key = (uid, decision.redacted, i if expanded else -1)
+        redacted = _redacted(decisions, classes[i])
+        key = (uid, redacted, i if expanded else -1)
         shown = shared.get(key)
         if shown is None:
-            shown = shared[key] = table.row_json(row, decision.redacted)
+            if plain is None:
+                shown = table.row_json(row, redacted)
+            else:
+                whole = plain.get(uid)
+                if whole is None:
+                    whole = plain[uid] = table.row_json(row)
+                shown = table.redact(whole, redacted)
+            shared[key] = shown
         rows[i][uid] = shown
     if not expanded:
         return rows
     await expand_for_classes(await connect(), snapshot, table, [
         (cls.principal, cls.expand, list(rows[i].values())) for i, cls in enumerate(classes)])
     return rows
+
+
+def _redacted(decisions: dict[Hashable, Decision | None], cls: ReadClass) -> frozenset[str]:
+    decision = decisions[cls.key]
+    assert decision is not None  # only classes that may read are judged
+    return decision.redacted
 
 
 def _event(table: CompiledTable, cls: ReadClass, change: Change,
