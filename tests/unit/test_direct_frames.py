@@ -183,8 +183,7 @@ def offered_to_a_class(streams: list[Stream], frames: Sequence[Frame]) -> None:
     asyncio.run(run())
 
 
-def test_a_read_class_s_frames_are_framed_once_for_all_its_idle_streams_and_tallied_per_stream(
-        ) -> None:
+def test_a_class_s_frames_are_framed_once_for_its_idle_streams_and_tallied_per_stream() -> None:
     tally = FeedTally([60.0, 600.0])  # wide: a slow box may take seconds between the two
     connections = [Connection() for _ in range(3)]
     streams = [direct_stream(c, tally) for c in connections]

@@ -252,8 +252,7 @@ def test_a_timestamp_renders_as_rfc3339_in_utc_with_z_exactly_as_isoformat_would
     assert rfc3339(t) == t.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
-def test_a_row_rendered_once_and_redacted_after_is_the_row_rendered_redacted(
-        ) -> None:
+def test_a_row_rendered_once_and_redacted_after_is_the_row_rendered_redacted() -> None:
     """The feed renders a row once for classes that redact differently (realtime/judge.py):
     what each class then reads must be exactly `row_json` with its redaction, order included."""
     definition = TableDef.model_validate({"name": "invoices", "columns": [

@@ -189,7 +189,9 @@ class DirectFrames:
 
     def tally_run(self, run: Run) -> None:
         """Tally a class's frames once for every stream they reached (`Run.settle`): their
-        kinds, and their `delivered` latency as of now, just after the last of them."""
+        kinds, and their `delivered` latency as of now, just after the last of them. Every
+        stream of a process tallies into the process's one `FeedTally` (`Metrics.feed`), so
+        the first stream's stands for all."""
         tally = self.tally
         tally.count_frames(run.body, run.reached)
         tally.delivered([item.at for item in run.frames], time.time(), run.reached)
