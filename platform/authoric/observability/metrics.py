@@ -48,6 +48,8 @@ from prometheus_client.registry import Collector
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from authoric.plan.runner import free_slots
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 # Finer, for the feed: benchmarks read p50/p99 out of these buckets (bench.fanout).
@@ -226,9 +228,9 @@ class Metrics:
         size = pool.get_size()
         self.request_pool_size.set(size)
         self.request_pool_in_use.set(size - pool.get_idle_size())
-        # asyncio.Queue's waiting getters inside asyncpg's pool; 0 if that private layout
-        # ever changes (the gauge then reads 0, nothing breaks).
-        queue = getattr(pool, "_queue", None)
+        # The free slots' waiting getters; 0 if that private layout ever changes (the gauge
+        # then reads 0, nothing breaks).
+        queue = free_slots(pool)
         self.request_pool_waiting.set(len(getattr(queue, "_getters", ()) or ()))
 
     def feed_stage(self, stage: str, seconds: float) -> None:

@@ -16,6 +16,7 @@ connection is retried once on a fresh one.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import logging
@@ -153,6 +154,15 @@ async def open_pool(dsn: str, size: int, server_settings: Mapping[str, str]) -> 
         dsn, min_size=1, max_size=size, init=_init_connection, reset=_keep_session,
         server_settings=dict(server_settings), statement_cache_size=512)
     return pool
+
+
+def free_slots(pool: asyncpg.Pool) -> asyncio.Queue[Any] | None:
+    """asyncpg's queue of the pool's slots not lent out, connected or not: a request waits
+    exactly when it is empty, and its waiting getters are the requests waiting. A private
+    layout of asyncpg's, read here only (None if it ever changes), by the hub's kept
+    connection and by the pool's metrics."""
+    queue = getattr(pool, "_queue", None)
+    return queue if isinstance(queue, asyncio.Queue) else None
 
 
 async def _keep_session(conn: asyncpg.Connection) -> None:

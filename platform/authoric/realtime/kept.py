@@ -26,6 +26,8 @@ from collections.abc import Callable
 
 import asyncpg
 
+from authoric.plan.runner import free_slots
+
 HOLD = 0.1  # seconds without a pass before the kept connection goes back to the pool
 
 
@@ -71,12 +73,11 @@ class KeptConnection:
         """Whether a request would have to wait for a connection now: none idle, and no room
         to open one. Kept only while it is not; lent only while it is not.
 
-        asyncpg keeps every connection slot not lent out in one queue, connected or not, and a
-        request waits exactly when that queue is empty: one look, where the public counts
-        walk every slot twice (a pass asks twice, and at 50 changes a second each change is
-        a pass). A pool without that queue is asked through the counts."""
-        queue = getattr(self.pool, "_queue", None)
-        if isinstance(queue, asyncio.Queue):
+        One look at the pool's free slots (`free_slots`), where the public counts walk every
+        slot twice (a pass asks twice, and at 50 changes a second each change is a pass). A
+        pool without that queue is asked through the counts."""
+        queue = free_slots(self.pool)
+        if queue is not None:
             return queue.empty()
         pool = self.pool
         return pool.get_idle_size() == 0 and pool.get_size() >= pool.get_max_size()
