@@ -47,11 +47,11 @@ def py_spy() -> str:
 def worker_pid(server_pid: int) -> int:
     """The process serving requests: the server itself, or its only Python child."""
     tree = process_tree(server_pid)
-    children = [p for p in tree if p != server_pid and "python" in _cmdline(p)]
+    children = [p for p in tree if p != server_pid and "python" in command_line(p)]
     return children[-1] if children else server_pid
 
 
-def _cmdline(pid: int) -> str:
+def command_line(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
@@ -59,10 +59,10 @@ def _cmdline(pid: int) -> str:
 
 
 def record(pid: int, seconds: int, out: Path, fmt: str,
-           native: bool = False) -> subprocess.Popen[bytes]:
+           native: bool = False, rate: int = 250) -> subprocess.Popen[bytes]:
     # --native reads the stack while the process is stopped, so it cannot be --nonblocking.
     return subprocess.Popen(
-        [py_spy(), "record", "--pid", str(pid), "--duration", str(seconds), "--rate", "250",
+        [py_spy(), "record", "--pid", str(pid), "--duration", str(seconds), "--rate", str(rate),
          "--format", fmt, "--output", str(out), "--native" if native else "--nonblocking"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
