@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import collections
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -47,6 +49,7 @@ AREAS = (
     ("other HTTP requests", "run_asgi ("),
 )
 LOOP = "the event loop's other work"
+OPENED = re.compile(r"subscribers .*open in ")  # bench.fanout's line once its streams are open
 # Innermost frames of the C library that are system calls writing to or reading from a socket.
 WRITES = ("write (libc", "writev (libc", "send (libc", "sendmsg (libc", "sendto (libc")
 READS = ("read (libc", "recv (libc", "recvfrom (libc", "recvmsg (libc")
@@ -141,6 +144,18 @@ def workers(root: int) -> list[int]:
             and "resource_tracker" not in command_line(p)]
 
 
+def stop(fanout: subprocess.Popen[bytes]) -> None:
+    """End a fan-out run left running (this one was interrupted): as Ctrl-C would, so that it
+    stops the server and the PostgreSQL it started; killed only if it does not end."""
+    if fanout.poll() is not None:
+        return
+    fanout.send_signal(signal.SIGINT)
+    try:
+        fanout.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        fanout.kill()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench.feed_profile", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -160,12 +175,13 @@ def main(argv: list[str] | None = None) -> int:
                  "--seconds", str(args.seconds + 20), "--warmup", "2", "--census", "0",
                  "--writer", args.writer], stdout=out, stderr=subprocess.STDOUT)
         try:
-            while "subscribers " not in log.read_text() or " open in " not in log.read_text():
+            while not OPENED.search(log.read_text()):
                 if fanout.poll() is not None:
                     print(log.read_text())
                     return 1
                 time.sleep(0.5)
-            time.sleep(8)  # past the warm-up, into the measured window
+            # bench.fanout first measures the idle streams (6 s), then warms up (2 s).
+            time.sleep(8)
             pids = workers(fanout.pid)
             stacks = {pid: work / f"stacks-{pid}.txt" for pid in pids}
             spies = [record(pid, args.seconds, path, "raw", native=True, rate=args.rate_hz)
@@ -174,8 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                 spy.wait()
             fanout.wait()
         finally:
-            if fanout.poll() is None:
-                fanout.kill()
+            stop(fanout)
         text = log.read_text()
         print(text[text.find("| rate |"):] if "| rate |" in text else text[-2000:])
         print(f"py-spy --native, {args.rate_hz} samples/s for {args.seconds} s, "
