@@ -144,9 +144,13 @@ def workers(root: int) -> list[int]:
             and "resource_tracker" not in command_line(p)]
 
 
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stop(fanout: subprocess.Popen[bytes]) -> None:
-    """End a fan-out run left running (this one was interrupted): as Ctrl-C would, so that it
-    stops the server and the PostgreSQL it started; killed only if it does not end."""
+    """End a fan-out run left running (this one was interrupted): as Ctrl-C would, once, so that
+    it stops the server and the PostgreSQL it started; killed only if it does not end."""
     if fanout.poll() is not None:
         return
     fanout.send_signal(signal.SIGINT)
@@ -173,7 +177,13 @@ def main(argv: list[str] | None = None) -> int:
             fanout = subprocess.Popen(
                 [sys.executable, "-m", "bench.fanout", "--rates", f"{args.rate:g}",
                  "--seconds", str(args.seconds + 20), "--warmup", "2", "--census", "0",
-                 "--writer", args.writer], stdout=out, stderr=subprocess.STDOUT)
+                 "--writer", args.writer], stdout=out, stderr=subprocess.STDOUT,
+                # Its own session: a Ctrl-C here reaches only this process, whose `stop` then
+                # interrupts the run once (a second interrupt could cut its cleanup short).
+                # And Ctrl-C's default action, even where this process was started with it
+                # ignored (in the background of a script), so that `stop` can reach it.
+                start_new_session=True, preexec_fn=_interruptible)
+        spies: list[subprocess.Popen[bytes]] = []
         try:
             while not OPENED.search(log.read_text()):
                 if fanout.poll() is not None:
@@ -184,12 +194,15 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(8)
             pids = workers(fanout.pid)
             stacks = {pid: work / f"stacks-{pid}.txt" for pid in pids}
-            spies = [record(pid, args.seconds, path, "raw", native=True, rate=args.rate_hz)
-                     for pid, path in stacks.items()]
+            spies += [record(pid, args.seconds, path, "raw", native=True, rate=args.rate_hz)
+                      for pid, path in stacks.items()]
             for spy in spies:
                 spy.wait()
             fanout.wait()
         finally:
+            for spy in spies:
+                if spy.poll() is None:
+                    spy.send_signal(signal.SIGINT)  # py-spy stops recording on Ctrl-C
             stop(fanout)
         text = log.read_text()
         print(text[text.find("| rate |"):] if "| rate |" in text else text[-2000:])
