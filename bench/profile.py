@@ -52,6 +52,7 @@ def worker_pid(server_pid: int) -> int:
 
 
 def command_line(pid: int) -> str:
+    """A process's command line as one string ("" once the process is gone)."""
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
