@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.harness import process_tree
-from bench.profile import command_line, record
+from bench.profile import command_line, record, samples, serving_workers
 
 # Areas of a worker, by a frame anywhere in the stack; the first that matches wins.
 AREAS = (
@@ -66,8 +66,9 @@ class WorkerSplit:
 
 
 def idle(frames: list[str]) -> bool:
-    """A sample of a thread waiting, not working: the event loop's poll, or any thread but the
-    main one (anyio's worker threads wait on a lock; the main thread runs the loop)."""
+    """A sample that is not the feed's work: the event loop waiting in its poll, or any thread
+    but the main one, which runs the loop (under bench.fanout anyio's worker threads only
+    wait on their lock; a thread that did work would be left out too)."""
     return frames[-1].startswith("epoll_pwait") or any("Thread._bootstrap" in f for f in frames)
 
 
@@ -99,11 +100,7 @@ def stop_of(frame: str) -> str:
 def split(lines: Iterable[str]) -> WorkerSplit:
     """A worker's split from py-spy's raw output (one `frame;frame;... count` per line)."""
     out = WorkerSplit()
-    for line in lines:
-        stack, _, count = line.rstrip().rpartition(" ")
-        if not stack:
-            continue
-        frames, n = stack.split(";"), int(count)
+    for frames, n in samples(lines):
         if idle(frames):
             continue
         out.busy += n
@@ -133,15 +130,9 @@ def report(pid: int, s: WorkerSplit, rate_hz: int, seconds: float, top: int = 12
 
 
 def workers(root: int) -> list[int]:
-    """The serving workers: the Python processes under `authoric serve` in `root`'s tree, but
-    multiprocessing's resource tracker (it waits in a blocking read, which py-spy counts as
-    busy)."""
-    tree = process_tree(root)
-    serve = [p for p in tree if "authoric.cli serve" in command_line(p)]
-    if not serve:
-        return []
-    return [p for p in process_tree(serve[0]) if p != serve[0] and "python" in command_line(p)
-            and "resource_tracker" not in command_line(p)]
+    """The serving workers of the `authoric serve` in `root`'s process tree."""
+    serve = [p for p in process_tree(root) if "authoric.cli serve" in command_line(p)]
+    return serving_workers(serve[0]) if serve else []
 
 
 def _interruptible() -> None:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from bench.harness import database, process_tree, running_server, tree_cpu_seconds
@@ -44,10 +45,17 @@ def py_spy() -> str:
     return found
 
 
+def serving_workers(server_pid: int) -> list[int]:
+    """The server's Python children that serve requests: its workers, without
+    multiprocessing's resource tracker (which waits in a blocking read that py-spy counts
+    as busy)."""
+    return [p for p in process_tree(server_pid) if p != server_pid
+            and "python" in (line := command_line(p)) and "resource_tracker" not in line]
+
+
 def worker_pid(server_pid: int) -> int:
-    """The process serving requests: the server itself, or its only Python child."""
-    tree = process_tree(server_pid)
-    children = [p for p in tree if p != server_pid and "python" in command_line(p)]
+    """The process serving requests: the server itself, or its only worker."""
+    children = serving_workers(server_pid)
     return children[-1] if children else server_pid
 
 
@@ -75,6 +83,15 @@ def package_of(frame: str) -> str:
     return head if "/" in path and not head.startswith("<") else "python (stdlib)"
 
 
+def samples(lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
+    """py-spy's raw output (`frame;frame;... count` per line) as (frames, outermost first;
+    how many samples had that stack)."""
+    for line in lines:
+        stack, _, count = line.rstrip().rpartition(" ")
+        if stack:
+            yield stack.split(";"), int(count)
+
+
 def summarize(collapsed: Path, top: int) -> str:
     """Own and inclusive sample shares per function, and own time per package, from py-spy's
     collapsed stacks."""
@@ -82,11 +99,9 @@ def summarize(collapsed: Path, top: int) -> str:
     inclusive: collections.Counter[str] = collections.Counter()
     packages: collections.Counter[str] = collections.Counter()
     total = 0
-    for line in collapsed.read_text().splitlines():
-        stack, _, count = line.rpartition(" ")
-        n = int(count)
+    for stack, n in samples(collapsed.read_text().splitlines()):
         frames = [f.split(" (")[0] + " (" + f.split(" (")[1].split(":")[0] + ")"
-                  if " (" in f else f for f in stack.split(";")]
+                  if " (" in f else f for f in stack]
         total += n
         own[frames[-1]] += n
         packages[package_of(frames[-1])] += n

@@ -4,7 +4,10 @@ The split is read from py-spy's raw output; idle threads and the loop's wait are
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from bench.feed_profile import report, split, stop_of
+from bench.profile import samples, summarize
 
 ROOT = ["Server.run (uvicorn/server.py:86)", "Runner.run (asyncio/runners.py:118)"]
 PASS = [*ROOT, "Relay._follow (authoric/changes/relay.py:227)",
@@ -76,3 +79,15 @@ def test_the_report_gives_shares_of_the_worker_and_of_its_pass() -> None:
     assert "      50   45.5%  the fan-out pass" in text
     assert "        30   60.0%  socket writes (system calls)" in text
     assert report(8, split([]), 200, 40) == "worker 8: no busy sample"
+
+
+def test_both_profiles_read_py_spys_output_alike_and_the_request_profile_still_sums_it(
+        tmp_path: Path) -> None:
+    assert list(samples(["a (m.py:1);b (m.py:2) 3\n", "\n", "a (m.py:1) 1"])) == [
+        (["a (m.py:1)", "b (m.py:2)"], 3), (["a (m.py:1)"], 1)]
+    collapsed = tmp_path / "stacks.txt"
+    collapsed.write_text("a (m.py:1);b (m.py:2) 3\na (m.py:1) 1\n")
+    text = summarize(collapsed, top=5)
+    assert text.splitlines()[0] == "4 samples"
+    assert "   75.0%  b (m.py)" in text  # own time
+    assert "  100.0%  a (m.py)" in text  # including callees
