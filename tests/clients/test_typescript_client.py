@@ -486,3 +486,8 @@ export async function use(): Promise<string | null> {{
                               str(usage)], cwd=tmp_path, capture_output=True, text=True,
                              timeout=300, env=_env())
     assert checked.returncode == 0, checked.stdout + types.read_text()
+
+
+def test_a_person_signs_up_verifies_resets_changes_switches_and_creates_an_org(
+        ts_server: Restartable, control_url: str) -> None:
+    vitest("test/accounts.test.ts", ts_server, control_url)
