@@ -150,7 +150,7 @@ class AsyncOrgs:
                                              json={"name": name})).json()
         self._client.auth.use(answer["access_token"], answer["refresh_token"],
                               float(answer["expires_in"]))
-        return answer["org"]  # type: ignore[no-any-return]
+        return answer["org"]
 
 
 class AsyncClient(Generic[S]):
