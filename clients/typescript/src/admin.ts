@@ -92,6 +92,30 @@ export interface Org {
 export interface User {
   uid: string;
   email: string;
+  /** Whether the user proved the address (operator-created users are verified). */
+  emailVerified?: boolean;
+}
+
+/** A mail in the app's mailbox (contract section 3): the body only without SMTP. */
+export interface MailItem {
+  id: string;
+  at: string;
+  to: string;
+  subject: string;
+  text: string | null;
+  html: string | null;
+  /** `mailbox` (no SMTP), `pending`, `sent`, or `failed` with `error`. */
+  status: string;
+  error?: string;
+}
+
+/** One of a user's sessions (a refresh-token family). */
+export interface UserSession {
+  id: string;
+  createdAt: string;
+  lastUsedAt: string;
+  userAgent: string | null;
+  current: boolean;
 }
 
 export interface Member {
@@ -268,6 +292,9 @@ export class AppAdmin {
     create: (user: { email: string; password: string }) => this.write<User>("POST", "/users", user),
     delete: (user: string) => this.write<void>("DELETE", `/users/${seg(user)}`),
     memberships: (user: string) => this.get<Items<Membership>>(`/users/${seg(user)}/memberships`),
+    sessions: (user: string) => this.get<Items<UserSession>>(`/users/${seg(user)}/sessions`),
+    endSession: (user: string, session: string) =>
+      this.write<void>("DELETE", `/users/${seg(user)}/sessions/${seg(session)}`),
   };
 
   readonly members = {
@@ -297,6 +324,11 @@ export class AppAdmin {
 
   audit(page: { limit?: number; after?: string | null } = {}): Promise<Paged<AuditEntry>> {
     return this.get("/audit", page);
+  }
+
+  /** The app's mail, newest first (its mailbox without SMTP). */
+  mail(page: { limit?: number; after?: string | null } = {}): Promise<Paged<MailItem>> {
+    return this.get("/mail", page);
   }
 
   /** The app's OpenAPI document (section 6), every table. */
