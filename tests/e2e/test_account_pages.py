@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Browser, expect
 
-from tests.accounts import mails_to, new_email, open_sign_up, token_in
+from tests.accounts import mails_to, new_email, open_sign_up, sign_up, token_in
 from tests.e2e.conftest import new_page
 from tests.scenario import AppWorld
 from tests.scenario import expect as expect_status
@@ -17,14 +17,19 @@ def _link(mail: dict[str, str]) -> str:
     return next(word for word in mail["text"].split() if word.startswith(LINK))
 
 
-def test_a_person_opening_the_verify_link_from_their_mail_is_verified(
-        browser: Browser, world: AppWorld) -> None:
+def _signed_up(world: AppWorld) -> tuple[str, dict[str, str]]:
+    """A new person's email and their verify mail, on an app with sign-up open."""
     open_sign_up(world)
     email = new_email()
-    client = world.admin.client
-    expect_status(client.post(f"/{world.name}/auth/signup",
-                              json={"email": email, "password": "a long password"}), 202)
+    sign_up(world, email)
     [mail] = mails_to(world, email)
+    return email, mail
+
+
+def test_a_person_opening_the_verify_link_from_their_mail_is_verified(
+        browser: Browser, world: AppWorld) -> None:
+    email, mail = _signed_up(world)
+    client = world.admin.client
     page = new_page(browser)
     errors: list[str] = []
     page.on("console", lambda message: errors.append(message.text)
@@ -44,12 +49,8 @@ def test_a_person_opening_the_verify_link_from_their_mail_is_verified(
 
 def test_a_person_opening_a_used_verify_link_is_told_to_ask_for_a_new_one(
         browser: Browser, world: AppWorld) -> None:
-    open_sign_up(world)
-    email = new_email()
+    _, mail = _signed_up(world)
     client = world.admin.client
-    expect_status(client.post(f"/{world.name}/auth/signup",
-                              json={"email": email, "password": "a long password"}), 202)
-    [mail] = mails_to(world, email)
     expect_status(client.post(f"/{world.name}/auth/verify", json={"token": token_in(mail)}), 200)
     page = new_page(browser)
     page.goto(_link(mail))
