@@ -63,10 +63,8 @@ def _mail_committed(svc: Services) -> None:
 async def sign_up(request: Request, app: str, body: SignUpBody) -> JSONResponse:
     await throttle(request, app, body.normalized_email, MAIL)
     svc = services(request)
-    async with svc.tx() as conn:
-        status, answer = await service.sign_up(
-            conn, svc.jwt_secret, await find_app(conn, app), body, postbox(request),
-            request.headers.get("user-agent"))
+    status, answer = await service.sign_up(svc.tx, svc.jwt_secret, app, body, postbox(request),
+                                           request.headers.get("user-agent"))
     _mail_committed(svc)
     return JSONResponse(answer, status_code=status)
 

@@ -35,9 +35,8 @@ async def throttle(request: Request, app: str, email: str | None = None,
 async def token(request: Request, app: str, body: LoginBody) -> dict[str, Any]:
     await throttle(request, app, body.email)
     svc = services(request)
-    async with svc.tx() as conn:
-        return await sessions.login(conn, svc.jwt_secret, await find_app(conn, app), body,
-                                    request.headers.get("user-agent"))
+    return await sessions.login(svc.tx, svc.jwt_secret, app, body,
+                                request.headers.get("user-agent"))
 
 
 @router.post("/{app}/auth/refresh")
