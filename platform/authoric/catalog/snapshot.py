@@ -16,12 +16,12 @@ import casbin
 from sqlalchemy import MetaData, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from authoric.catalog.enforcer import build_enforcer
 from authoric.catalog.model import TableDef
+from authoric.catalog.roles import RoleDef
 from authoric.catalog.schema import CompiledTable, compile_table
 from authoric.db import tables as t
 from authoric.errors import NotFound
-from authoric.policy.enforcer import build_enforcer
-from authoric.policy.roles import RoleDef
 
 
 @dataclass

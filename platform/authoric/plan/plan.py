@@ -21,10 +21,9 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import ColumnElement
 
-from authoric.catalog.indexes import searched_columns
 from authoric.catalog.schema import CompiledTable
-from authoric.changes.log import INSERT
 from authoric.db import tables as t
+from authoric.db.changelog import INSERT
 from authoric.plan.access import Access
 from authoric.plan.binds import Shaped, named
 from authoric.plan.guard import Guard, facts_where_no_row, guarded_select
@@ -40,6 +39,7 @@ from authoric.policy.decision import Decision
 from authoric.policy.principal import Principal
 from authoric.query.fields import table_fields
 from authoric.query.filters import EVERYTHING, FilterScope, Node, compile_filter
+from authoric.tables.indexes import searched_columns
 
 
 @dataclass(frozen=True)

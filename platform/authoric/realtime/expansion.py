@@ -22,10 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.plan.access import admit
-from authoric.plan.plan import Plan
-from authoric.plan.request import ExpandPaths
-from authoric.policy.principal import Principal
-from authoric.records.expand import (
+from authoric.plan.expand import (
     Admit,
     Branch,
     Expansion,
@@ -33,6 +30,9 @@ from authoric.records.expand import (
     governed_reader,
     paths_tree,
 )
+from authoric.plan.plan import Plan
+from authoric.plan.request import ExpandPaths
+from authoric.policy.principal import Principal
 
 BRANCH = "_expand_branch"  # no column can be named so (names start with a letter)
 

@@ -12,7 +12,6 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from authoric.catalog import indexes, schema_change
 from authoric.catalog.apps import bump_version, find_app
 from authoric.catalog.model import ColumnDef, TableChange, TableDef, check_columns
 from authoric.catalog.names import check_name
@@ -20,9 +19,10 @@ from authoric.catalog.schema import compile_table, physical_column, schema_name
 from authoric.catalog.snapshot import load_snapshot
 from authoric.catalog.types import column_type
 from authoric.changes.capture import set_capture, sql_name
-from authoric.changes.log import SCHEMA
 from authoric.db import tables as t
+from authoric.db.changelog import SCHEMA
 from authoric.errors import Conflict, NotFound, ValidationFailed
+from authoric.tables import indexes, schema_change
 from authoric.tenancy.service import check_against_tables
 
 # How long a schema change waits for a lock before it gives up (503): the requests that

@@ -20,14 +20,6 @@ from sqlalchemy import MetaData, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.schema import AddConstraint
 
-from authoric.catalog.conversions import (
-    CONVERSIONS,
-    TEXTUAL,
-    conversion_sql,
-    rows_out_of_options,
-    unconvertible_rows,
-)
-from authoric.catalog.indexes import MAX_LISTED_ROWS, SEARCHABLE_TYPES, duplicate_rows
 from authoric.catalog.model import ColumnAlter, ColumnDef, TableDef
 from authoric.catalog.names import check_name
 from authoric.catalog.schema import (
@@ -37,9 +29,17 @@ from authoric.catalog.schema import (
     schema_name,
 )
 from authoric.catalog.types import BadValue, column_type, parse_text
-from authoric.changes.log import convert_old_images, rename_in_old_images
 from authoric.db import tables as t
+from authoric.db.changelog import convert_old_images, rename_in_old_images
 from authoric.errors import Conflict, ValidationFailed
+from authoric.tables.conversions import (
+    CONVERSIONS,
+    TEXTUAL,
+    conversion_sql,
+    rows_out_of_options,
+    unconvertible_rows,
+)
+from authoric.tables.indexes import MAX_LISTED_ROWS, SEARCHABLE_TYPES, duplicate_rows
 
 
 def _q(name: str) -> str:
