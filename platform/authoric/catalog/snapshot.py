@@ -101,3 +101,10 @@ async def load_snapshot(conn: AsyncConnection, app_uid: uuid.UUID) -> AppSnapsho
         indexes.setdefault(row["table_name"], []).append({"name": row["name"], **row["spec"]})
     return AppSnapshot(app["uid"], app["name"], app["version"], dict(app["settings"]), tables,
                        roles, build_enforcer(roles), indexes=indexes)
+
+
+def searched_columns(rows: list[dict[str, Any]]) -> set[str]:
+    """The columns some search index holds, from a table's `AppSnapshot.indexes` rows: a
+    list's `search` filter may use the index, and a type change must not break its
+    expression."""
+    return {c for r in rows if r["kind"] == "search" for c in r["columns"]}

@@ -22,6 +22,7 @@ from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import ColumnElement
 
 from authoric.catalog.schema import CompiledTable
+from authoric.catalog.snapshot import searched_columns
 from authoric.db import tables as t
 from authoric.db.changelog import INSERT
 from authoric.plan.access import Access
@@ -39,7 +40,6 @@ from authoric.policy.decision import Decision
 from authoric.policy.principal import Principal
 from authoric.query.fields import table_fields
 from authoric.query.filters import EVERYTHING, FilterScope, Node, compile_filter
-from authoric.tables.indexes import searched_columns
 
 
 @dataclass(frozen=True)

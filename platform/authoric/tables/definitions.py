@@ -16,7 +16,7 @@ from authoric.catalog.apps import bump_version, find_app
 from authoric.catalog.model import ColumnDef, TableChange, TableDef, check_columns
 from authoric.catalog.names import check_name
 from authoric.catalog.schema import compile_table, physical_column, schema_name
-from authoric.catalog.snapshot import load_snapshot
+from authoric.catalog.snapshot import load_snapshot, searched_columns
 from authoric.catalog.types import column_type
 from authoric.changes.capture import set_capture, sql_name
 from authoric.db import tables as t
@@ -199,7 +199,7 @@ async def _alter_columns(conn: AsyncConnection, app_uid: uuid.UUID, definition: 
     names = [a.name for a in change.alter_columns]
     if len(set(names)) != len(names):
         raise ValidationFailed("a column is altered twice", {"columns": names})
-    searched = indexes.searched_columns(
+    searched = searched_columns(
         await indexes.list_indexes(conn, app_uid, definition.name))
     pairs = [(definition.column(a.name), schema_change.altered(definition, a, searched))
              for a in change.alter_columns]
