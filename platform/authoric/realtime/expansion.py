@@ -3,7 +3,7 @@ class at delivery, like the row itself.
 
 A class's key holds its expand paths (and the principal attributes the expanded tables'
 policies use, realtime/classes.py), so every subscriber of a class sees the same expansion and
-it is judged once per class. The walk is REST's (`records.expand.expand_all`); here are its
+it is judged once per class. The walk is REST's (`plan.expand.expand_all`); here are its
 two feed-specific parts: the admit (the same gate as `GET` of the referenced row, for the
 class's principal) and the fetch, which puts every class's read of one referenced table at
 one level into ONE statement (a `UNION ALL` of the plan's `read_many`, one branch per class).

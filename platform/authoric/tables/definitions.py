@@ -57,7 +57,7 @@ async def get_table(conn: AsyncConnection, app_ref: str, name: str) -> dict[str,
     return await table_view(conn, app["uid"], await _definition(conn, app["uid"], name))
 
 
-# Indexes (catalog.indexes builds them; these resolve the app and table of the URL) -----------
+# Indexes (tables.indexes builds them; these resolve the app and table of the URL) -----------
 
 async def put_index(conn: AsyncConnection, app_ref: str, table: str, name: str,
                     spec: indexes.IndexSpec) -> tuple[uuid.UUID, dict[str, Any], bool]:

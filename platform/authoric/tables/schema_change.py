@@ -1,7 +1,7 @@
 """Schema changes that keep the data: renaming columns, and altering their type, `required`,
 `default`, `unique` or `options`, each checked against the rows before anything is changed.
 
-`catalog.definitions.patch_table` runs them in the admin request's one transaction, so a
+`tables.definitions.patch_table` runs them in the admin request's one transaction, so a
 PATCH applies whole or not at all. What names a column follows a rename in that transaction:
 row policies and redaction of every role, index specs, the display column, the constraint
 names derived from the column, and the old images of deletes in the change log (which the
