@@ -91,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
             statuses, seconds = asyncio.run(burst(server.url, app, emails))
             server_cpu = tree_cpu_seconds(server.pid) - cpu_before
             pg_cpu = PostgresCpu.used(pg_before, postgres.read())
+            if set(statuses) != {200}:
+                errors = [line for line in server.log_path.read_text().splitlines()
+                          if "Error" in line or "error" in line]
+                print("server log, error lines (last 5):", *errors[-5:], sep="\n  ")
         ok = statuses.get(200, 0)
         print(f"{args.users} users signing in at once, each from its own address "
               f"(default throttles: 20 per address, 10 per account, per 60 s window)")

@@ -33,10 +33,11 @@ async def throttle(request: Request, app: str, email: str | None = None,
 
 @router.post("/{app}/auth/token")
 async def token(request: Request, app: str, body: LoginBody) -> dict[str, Any]:
-    await throttle(request, app, body.email)
     svc = services(request)
-    return await sessions.login(svc.tx, svc.jwt_secret, app, body,
-                                request.headers.get("user-agent"))
+    async with svc.password_work:
+        await throttle(request, app, body.email)
+        return await sessions.login(svc.tx, svc.jwt_secret, app, body,
+                                    request.headers.get("user-agent"))
 
 
 @router.post("/{app}/auth/refresh")
