@@ -34,6 +34,8 @@ class Claims:
     # The membership an access token was issued for (`mid`): removing the member ends it, and
     # a membership given back later is a new one that old tokens do not reach.
     membership: uuid.UUID | None = None
+    # An API key's (auth/api_keys.py): user and membership are the key's uid; never encoded.
+    api_key: bool = False
 
 
 def encode(secret: str, claims: Claims) -> str:

@@ -60,6 +60,11 @@ class Sink(Protocol):
         """Fan out one batch, ascending positions; `read_at` is when the source read it."""
         ...
 
+    async def policy_changed(self, app_uids: set[uuid.UUID]) -> None:
+        """Roles, members or keys of these apps changed (a policy NOTIFY, from any process):
+        streams re-read who they serve now, not at their org's next change."""
+        ...
+
 
 class Source(Protocol):
     @property
