@@ -25,6 +25,7 @@ from authoric.http import (
     health,
     metrics,
     openapi,
+    org,
     sessions,
     subscribe,
 )
@@ -135,7 +136,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Routes are matched in order, one pattern after another. Streams precede the table routes
     # (`.../subscribe` is not a row uid).
     routers = (subscribe.router, autocrud.router, health.router, metrics.router, admin.router,
-               console.router, console_static.router, openapi.router, sessions.router)
+               console.router, console_static.router, openapi.router, sessions.router, org.router)
     for router in routers:
         app.include_router(router)
     # Ahead of the whole stack, table requests by one path split (http/table_route.py), served

@@ -16,7 +16,9 @@ from authoric.errors import Unauthenticated
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import Services, services
 from authoric.policy.roles import RoleDef
+from authoric.tenancy import keys
 from authoric.tenancy import service as tenancy
+from authoric.tenancy.keys import NewKey
 from authoric.tenancy.models import Membership, NewOrg, NewUser
 
 
@@ -212,3 +214,22 @@ async def get_role(request: Request, app: str, role: str) -> dict[str, Any]:
 @router.delete("/apps/{app}/roles/{role}", status_code=204)
 async def delete_role(request: Request, app: str, role: str) -> Response:
     return await _deleted(request, tenancy.delete_role, app, role)
+
+
+# An org's API keys (section 3b), the operator's way.
+NewKeyBody = Annotated[NewKey, Depends(body_of(NewKey))]
+
+
+@router.post("/apps/{app}/orgs/{org}/keys", status_code=201)
+async def create_key(request: Request, app: str, org: str, body: NewKeyBody) -> dict[str, Any]:
+    return await _call(request, keys.operator_creates_key, app, org, body)
+
+
+@router.get("/apps/{app}/orgs/{org}/keys")
+async def list_keys(request: Request, app: str, org: str) -> dict[str, Any]:
+    return await _listed(request, keys.operator_lists_keys, app, org)
+
+
+@router.delete("/apps/{app}/orgs/{org}/keys/{key}", status_code=204)
+async def delete_key(request: Request, app: str, org: str, key: str) -> Response:
+    return await _deleted(request, keys.operator_revokes_key, app, org, key)

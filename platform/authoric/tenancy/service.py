@@ -79,6 +79,12 @@ async def _org(conn: AsyncConnection, app_uid: uuid.UUID, ref: str) -> Any:
     return await _owned(conn, t.orgs, "org", app_uid, ref)
 
 
+async def app_and_org(conn: AsyncConnection, app_ref: str, org_ref: str) -> tuple[Any, Any]:
+    """The app `app_ref` and its org `org_ref`; 404 for either unknown."""
+    app = await find_app(conn, app_ref)
+    return app, await _org(conn, app["uid"], org_ref)
+
+
 async def delete_org(conn: AsyncConnection, app_ref: str, org_ref: str) -> None:
     await _delete_owned(conn, t.orgs, "org", app_ref, org_ref)
 
