@@ -9,7 +9,7 @@
 - `audit_log.actor`: who made the change (`{"kind": "operator"}` for every older entry).
 
 Revision ID: 0012_tenancy
-Revises: 0009
+Revises: 0011_accounts
 Create Date: 2026-12-07
 """
 import sqlalchemy as sa
@@ -17,7 +17,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0012_tenancy"
-down_revision = "0009"
+down_revision = "0011_accounts"
 branch_labels = None
 depends_on = None
 

@@ -96,6 +96,8 @@ users = Table(
     _app_uid(),
     Column("email", Text, nullable=False),
     Column("password_hash", Text, nullable=False),
+    # When the user proved the address (a verify link, an invitation, or the operator made it).
+    Column("email_verified_at", DateTime(timezone=True)),
     _created(),
     UniqueConstraint("app_uid", "email"),
 )
@@ -133,10 +135,14 @@ refresh_tokens = Table(
     Column("family", UUID(as_uuid=True), nullable=False, index=True),
     _app_uid(),
     Column("user_uid", UUID(as_uuid=True), nullable=False),
-    Column("org_uid", UUID(as_uuid=True), nullable=False),
+    Column("org_uid", UUID(as_uuid=True)),  # NULL: an account token's session (no org)
     Column("expires_at", DateTime(timezone=True), nullable=False),
     Column("spent_at", DateTime(timezone=True)),
     Column("revoked_at", DateTime(timezone=True)),
+    # A session is a family: its first row's time is when it began, its last row's when it
+    # was last refreshed (`GET /auth/sessions`).
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("user_agent", Text),
     # Revoking a user's sessions, and purging expired rows, must not scan the table.
     Index("refresh_tokens_user", "user_uid"),
     Index("refresh_tokens_expires", "expires_at"),
@@ -259,3 +265,44 @@ def grantees() -> Any:
         select(m.c.app_uid, m.c.org_uid, m.c.user_uid, m.c.uid, m.c.roles),
         select(k.c.app_uid, k.c.org_uid, k.c.uid.label("user_uid"), k.c.uid, k.c.roles),
     ).subquery("grantees")
+
+# Tokens sent by mail (accounts.mail_tokens): only the SHA-256 of the 32 random bytes is kept.
+# `purpose` says what the token does (verify, reset; invitations may follow the same shape),
+# `subject` what it is about (an email address), `data` anything else the purpose needs.
+mail_tokens = Table(
+    "mail_tokens", metadata,
+    Column("hash", LargeBinary, primary_key=True),
+    _app_uid(),
+    Column("purpose", Text, nullable=False),
+    Column("user_uid", UUID(as_uuid=True), ForeignKey(users.c.uid, ondelete="CASCADE")),
+    Column("subject", Text),
+    Column("data", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("used_at", DateTime(timezone=True)),
+    _created(),
+    Index("mail_tokens_user", "user_uid", "purpose"),
+    Index("mail_tokens_expires", "expires_at"),
+)
+
+# Every mail (mail.outbox), written in the transaction of the change that causes it.
+# `status`: `pending` (the sender will try, at `next_attempt_at`), `sent`, `failed` (`error`
+# says why), or `mailbox` (no SMTP server: the app's mailbox is where it goes). Bodies of
+# mail sent through SMTP are cleared once sent.
+mail_outbox = Table(
+    "mail_outbox", metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    _app_uid(),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("mail_from", Text, nullable=False),
+    Column("mail_to", Text, nullable=False),
+    Column("subject", Text, nullable=False),
+    Column("text_body", Text),
+    Column("html_body", Text),
+    Column("status", Text, nullable=False),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("next_attempt_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("error", Text),
+    Column("sent_at", DateTime(timezone=True)),
+    Index("mail_outbox_app_id", "app_uid", "id"),
+    Index("mail_outbox_due", "next_attempt_at", postgresql_where=text("status = 'pending'")),
+)

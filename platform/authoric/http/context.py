@@ -30,6 +30,7 @@ from authoric.catalog.indexes import IndexBuilder
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.changes.sequencer import Sequencer
 from authoric.errors import AuthoricError, ServiceUnavailable
+from authoric.mail.sender import MailSender
 from authoric.plan.access import Access, admit
 from authoric.plan.guard import Facts, Guard, StaleFacts
 from authoric.plan.request import TableRequest
@@ -58,6 +59,7 @@ class Services:
     sequencer: Sequencer
     pool: asyncpg.Pool | None = None  # the request path's autocommit pool
     source: Source | None = None  # where streams' changes come from (the change log)
+    mail_sender: MailSender | None = None  # None: no SMTP server, mail stays in the mailbox
     statements: StatementCache = field(default_factory=StatementCache)
     facts: FactsCache = field(default_factory=FactsCache)
     tokens: VerifiedTokens = field(init=False)
@@ -97,6 +99,9 @@ class Services:
         """`request` executed as the token's member (records.pipeline): planned from the
         cached facts, whose statement checks them; planned again when they moved."""
         claims = await self.table_claims(header)
+        if claims.org_uid is None:  # an account token: 404 or 401 first, as any token gets
+            async with self.engine.connect() as conn:
+                await load_facts(conn, claims, request.app)
         answer = await self._run_guarded(header, claims, request)
         if request.writes:
             self.sequencer.nudge()  # the change-log row is committed: stamp it without waiting
@@ -113,6 +118,7 @@ class Services:
     async def _run_guarded(self, header: str | None, claims: Claims,
                            request: TableRequest) -> Any:
         app_ref = request.app
+        assert claims.org_uid is not None  # `run` refused an account token
         key: MemberKey = (claims.app_uid, claims.user_uid, claims.org_uid)
         facts = self.facts.get(key)
         verified = False
@@ -179,6 +185,7 @@ class Services:
 
 
 def _principal(claims: Claims, facts: Facts) -> Principal:
+    assert claims.org_uid is not None  # load_facts refuses an account token
     return Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
                      facts.roles or (), claims.expires_at, read_only=claims.read_only,
                      api_key=claims.api_key)

@@ -93,6 +93,9 @@ async def acting(conn: AsyncConnection, snapshots: SnapshotCache, claims: Claims
     may read but never change anything (403)."""
     if writes and claims.read_only:
         raise Forbidden("a view-as token is read-only", {"reason": "impersonation_read_only"})
+    if claims.org_uid is None:
+        await load_facts(conn, claims, app_ref)  # an account token: 404, 401 or 403 no_org
+    assert claims.org_uid is not None
     wanted = {claims.user_uid}
     for ref in targets:
         # One that is not a uid is no member: `Acting.member` answers 404.

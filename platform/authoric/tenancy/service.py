@@ -98,7 +98,8 @@ async def create_user(conn: AsyncConnection, app_ref: str, new: NewUser) -> dict
     try:
         async with conn.begin_nested():
             await conn.execute(t.users.insert().values(
-                uid=uid, app_uid=app["uid"], email=email, password_hash=await hash_password(password)))
+                uid=uid, app_uid=app["uid"], email=email, password_hash=await hash_password(password),
+                email_verified_at=func.now()))  # the operator vouches for the address
     except IntegrityError as exc:
         raise Conflict("a user with this email exists", {"email": email}) from exc
     return {"uid": str(uid), "email": email}
@@ -106,14 +107,21 @@ async def create_user(conn: AsyncConnection, app_ref: str, new: NewUser) -> dict
 
 async def list_users(conn: AsyncConnection, app_ref: str) -> list[dict[str, Any]]:
     app = await find_app(conn, app_ref)
-    rows = await conn.execute(select(t.users.c.uid, t.users.c.email)
+    rows = await conn.execute(select(t.users.c.uid, t.users.c.email, t.users.c.email_verified_at)
                               .where(t.users.c.app_uid == app["uid"])
                               .order_by(t.users.c.created_at))
-    return [{"uid": str(r.uid), "email": r.email} for r in rows]
+    return [{"uid": str(r.uid), "email": r.email,
+             "emailVerified": r.email_verified_at is not None} for r in rows]
 
 
 async def _user(conn: AsyncConnection, app_uid: uuid.UUID, ref: str) -> Any:
     return await _owned(conn, t.users, "user", app_uid, ref)
+
+
+async def find_user(conn: AsyncConnection, app_ref: str, user_ref: str) -> Any:
+    """The app's user `user_ref` (a uid), or 404 for an unknown app or user."""
+    app = await find_app(conn, app_ref)
+    return await _user(conn, app["uid"], user_ref)
 
 
 async def delete_user(conn: AsyncConnection, app_ref: str, user_ref: str) -> None:
