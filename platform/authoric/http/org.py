@@ -1,4 +1,5 @@
-"""`/{app}/org/...`: the token's org run by its members (sections 3a, 3b): members, API keys.
+"""`/{app}/org/...`: the token's org run by its members (sections 3a, 3b): members,
+invitations, API keys; and `POST /{app}/auth/invitations/accept`.
 
 Only a member's access token is taken here (an API key is a bearer on the table routes
 only). Each route runs one transaction: the acting member and the memberships the request
@@ -15,12 +16,18 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from authoric.accounts.joining import AcceptInvitation, accept_invitation
 from authoric.auth.principals import bearer
+from authoric.auth.ratelimit import MAIL
+from authoric.catalog.apps import find_app
 from authoric.console import audit
+from authoric.http.accounts import mail_committed, postbox
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import services
-from authoric.tenancy import keys, org_members
+from authoric.http.sessions import throttle
+from authoric.tenancy import invitations, keys, org_members
 from authoric.tenancy.acting import Acting, acting
+from authoric.tenancy.invitations import NewInvitation
 from authoric.tenancy.keys import NewKey
 from authoric.tenancy.models import Membership
 
@@ -28,6 +35,8 @@ router = APIRouter(tags=["org"], route_class=TypedRoute, responses=ERROR_RESPONS
 
 MembershipBody = Annotated[Membership, Depends(body_of(Membership))]
 NewKeyBody = Annotated[NewKey, Depends(body_of(NewKey))]
+NewInvitationBody = Annotated[NewInvitation, Depends(body_of(NewInvitation))]
+AcceptBody = Annotated[AcceptInvitation, Depends(body_of(AcceptInvitation))]
 
 
 @asynccontextmanager
@@ -91,3 +100,51 @@ async def delete_key(request: Request, app: str, key: str) -> Response:
         revoked = await keys.member_revokes_key(conn, who, key)
         await _record(conn, who, "key.delete", f"orgs/{who.org_uid}/keys/{key}", revoked)
     return Response(status_code=204)
+
+
+@router.post("/{app}/org/invitations", status_code=201)
+async def create_invitation(request: Request, app: str,
+                            body: NewInvitationBody) -> dict[str, Any]:
+    svc = services(request)
+    async with as_member(request, app, writes=True) as (conn, who):
+        invitation, token = await invitations.member_invites(conn, who, body)
+        await send_invitation(request, conn, who.app_uid, who.org_uid, invitation, token)
+        await _record(conn, who, "invitation.create",
+                      f"orgs/{who.org_uid}/invitations/{invitation['uid']}", invitation)
+    mail_committed(svc)
+    return invitation
+
+
+async def send_invitation(request: Request, conn: AsyncConnection, app_uid: Any, org_uid: Any,
+                          invitation: dict[str, Any], token: str) -> None:
+    """Queue the invitation's mail in the transaction that makes it."""
+    app_row = await find_app(conn, str(app_uid))
+    org_name = await invitations.org_name(conn, org_uid)
+    await postbox(request).queue(conn, app_row, "invite", invitation["email"], token,
+                                 org=org_name)
+
+
+@router.get("/{app}/org/invitations")
+async def list_invitations(request: Request, app: str) -> dict[str, Any]:
+    async with as_member(request, app) as (conn, who):
+        return {"items": await invitations.member_lists(conn, who)}
+
+
+@router.delete("/{app}/org/invitations/{invitation}", status_code=204)
+async def delete_invitation(request: Request, app: str, invitation: str) -> Response:
+    async with as_member(request, app, writes=True) as (conn, who):
+        revoked = await invitations.member_revokes(conn, who, invitation)
+        await _record(conn, who, "invitation.delete",
+                      f"orgs/{who.org_uid}/invitations/{invitation}", revoked)
+    return Response(status_code=204)
+
+
+@router.post("/{app}/auth/invitations/accept")
+async def accept(request: Request, app: str, body: AcceptBody) -> dict[str, Any]:
+    await throttle(request, app, None, MAIL)
+    svc = services(request)
+    header = request.headers.get("authorization")
+    signed_in = svc.tokens.access(bearer(header)) if header else None
+    async with svc.tx() as conn:
+        return await accept_invitation(conn, svc.jwt_secret, await find_app(conn, app), body,
+                                       signed_in, request.headers.get("user-agent"))
