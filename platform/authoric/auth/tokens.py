@@ -37,7 +37,6 @@ class Claims:
     # The session (refresh-token family) the token belongs to (`sid`): `GET /auth/sessions`
     # marks it current, and an account token's session must still be live.
     session: uuid.UUID | None = None
-    issued_at: float = 0.0  # `iat`, as decoded (encode stamps the clock's time)
     # An API key's (auth/api_keys.py): user and membership are the key's uid; never encoded.
     api_key: bool = False
 
@@ -110,7 +109,7 @@ def _claims(payload: dict[str, Any], token_type: str) -> Claims:
             raise ValueError("an account token names its session")
         return Claims(uuid.UUID(aud[4:]), uuid.UUID(payload["sub"]), org,
                       uuid.UUID(payload["jti"]), float(payload["exp"]), token_type,
-                      payload.get("ro", False), membership, session, float(payload["iat"]))
+                      payload.get("ro", False), membership, session)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise Unauthenticated("token claims are malformed") from exc
 
