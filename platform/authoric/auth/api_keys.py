@@ -18,6 +18,7 @@ import asyncio
 import hashlib
 import logging
 import secrets
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -65,21 +66,20 @@ class ApiKeys:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-        self._resolved: dict[bytes, _Resolved] = {}
+        # By the key as presented (as VerifiedTokens keeps tokens): a hit costs no hashing.
+        self._resolved: dict[str, _Resolved] = {}
         self._touched: dict[uuid.UUID, float] = {}  # key uid → clock time of the last write
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def claims(self, key: str) -> Claims:
         """The claims a key acts with; 401 for an unknown (or revoked) key, 401
         `TOKEN_EXPIRED` for an expired one."""
-        digest = key_hash(key)
-        loop = asyncio.get_running_loop()
-        cached = self._resolved.get(digest)
-        if cached is None or cached.until <= loop.time():
-            claims = await self._lookup(digest)
+        cached = self._resolved.get(key)
+        if cached is None or cached.until <= time.monotonic():
+            claims = await self._lookup(key_hash(key))
             if len(self._resolved) >= CACHE_SIZE:
                 self._resolved.pop(next(iter(self._resolved)))
-            cached = self._resolved[digest] = _Resolved(claims, loop.time() + CACHED_FOR)
+            cached = self._resolved[key] = _Resolved(claims, time.monotonic() + CACHED_FOR)
         claims = cached.claims
         now = clock.now()
         if claims.expires_at <= now:
@@ -100,7 +100,7 @@ class ApiKeys:
 
     def forget(self, app_uids: set[uuid.UUID]) -> None:
         """The apps' keys may have changed (a policy NOTIFY): look their keys up again."""
-        self._resolved = {d: r for d, r in self._resolved.items()
+        self._resolved = {k: r for k, r in self._resolved.items()
                           if r.claims.app_uid not in app_uids}
 
     def _touch(self, uid: uuid.UUID, now: float) -> None:
