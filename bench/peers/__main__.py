@@ -130,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(WRK).exists():
         raise SystemExit(f"{WRK} not found: `apt-get install wrk`")
     command = "python -m bench.peers " + shlex.join(argv if argv is not None else sys.argv[1:])
-    print(f"Authoric vs PocketBase, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC: `{command}`")
+    versus = "PocketBase" if args.versus == "pocketbase" else "its own API key"
+    print(f"Authoric vs {versus}, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC: `{command}`")
     print(f"machine: {cores()} cores, {platform.platform()}, load average {loadavg()}")
     cells, idle = run(args)
     print(f"\nload average at the end: {loadavg()}")

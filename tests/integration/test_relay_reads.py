@@ -174,7 +174,7 @@ class Streams:
         self.positions.extend(c.pos for c in changes)
         self.changes.extend(changes)
 
-    async def policy_changed(self, app_uids: set[uuid.UUID]) -> None:
+    async def policy_changed(self, app_uids: set[uuid.UUID] | None) -> None:
         pass  # no streams to re-read
 
 

@@ -98,10 +98,11 @@ class ApiKeys:
         return Claims(row.app_uid, row.uid, row.org_uid, row.uid, expires, ACCESS,
                       membership=row.uid, api_key=True)
 
-    def forget(self, app_uids: set[uuid.UUID]) -> None:
-        """The apps' keys may have changed (a policy NOTIFY): look their keys up again."""
-        self._resolved = {k: r for k, r in self._resolved.items()
-                          if r.claims.app_uid not in app_uids}
+    def forget(self, app_uids: set[uuid.UUID] | None) -> None:
+        """The apps' keys (None: any app's) may have changed (a policy NOTIFY): look their
+        keys up again."""
+        self._resolved = {} if app_uids is None else {
+            k: r for k, r in self._resolved.items() if r.claims.app_uid not in app_uids}
 
     def _touch(self, uid: uuid.UUID, now: float) -> None:
         """Write the key's lastUsedAt if this process has not in the last minute (the

@@ -120,6 +120,7 @@ class Relay(DedicatedWorker):
         self._spoke = 0.0  # monotonic time of the last statement on the listener connection
         self._carried: list[Carried] = []  # NOTIFYs' entries not yet fanned out, in order
         self._policy: set[uuid.UUID] = set()  # apps whose roles, members or keys changed
+        self._policy_lost = False  # policy NOTIFYs may have been missed (a new connection)
         self._heads: dict[int, int] = {}  # per sender pid, the highest head not yet vouched for
         self._vouched: dict[int, float] = {}  # our role's backend pids: when looked up
 
@@ -188,6 +189,9 @@ class Relay(DedicatedWorker):
             await conn.add_listener(POLICY_CHANNEL, self._notified)
             if self.position < 0:
                 self.position = await reader.head(conn)
+        # Policy NOTIFYs sent while no connection listened are lost: every app's streams
+        # re-read their principals once the relay listens again (None: every app).
+        self._policy_lost = True
         self.connected.set()
         await self._follow(conn)
 
@@ -201,7 +205,10 @@ class Relay(DedicatedWorker):
             # that woke the pass, it sent every pass into the linger, and one that no NOTIFY
             # followed then read the log for nothing.
             self._wake.clear()
-            if self._policy:
+            if self._policy_lost:
+                self._policy_lost, self._policy = False, set()
+                await self.hub.policy_changed(None)
+            elif self._policy:
                 apps, self._policy = self._policy, set()
                 await self.hub.policy_changed(apps)
             await self._vouch(conn)

@@ -347,7 +347,7 @@ class Hub:
         # the source), `judge` (read → judged); the metrics set it (observability/metrics.py).
         self.observe_stage: Callable[[str, float], None] | None = None
         # Told which apps' roles, members or keys changed (`policy_changed`).
-        self.policy_listeners: list[Callable[[set[uuid.UUID]], None]] = []
+        self.policy_listeners: list[Callable[[set[uuid.UUID] | None], None]] = []
 
     @property
     def pool(self) -> asyncpg.Pool | None:
@@ -394,13 +394,14 @@ class Hub:
         """No stream of this process is registered."""
         return not self._apps
 
-    async def policy_changed(self, app_uids: set[uuid.UUID]) -> None:
+    async def policy_changed(self, app_uids: set[uuid.UUID] | None) -> None:
         """Roles, members or keys of these apps changed somewhere: tell the listeners (the
-        API key cache), and have the apps' streams re-read their principals now, so a removed
+        API key cache; None: every app), and have the apps' streams re-read their principals
+        now (a version that did not move costs one read of it), so a removed
         member's or a revoked key's streams end without waiting for their org's next change."""
         for listener in self.policy_listeners:
             listener(app_uids)
-        for app_uid in app_uids:
+        for app_uid in set(self._apps) if app_uids is None else app_uids:
             if app_uid not in self._apps:
                 continue
             try:
