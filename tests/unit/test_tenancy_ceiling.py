@@ -8,7 +8,7 @@ from itertools import chain, combinations
 
 import pytest
 
-from authoric.policy.roles import RoleDef
+from authoric.catalog.roles import RoleDef
 from authoric.tenancy.ceiling import NOT_GRANTABLE, grantable, judge
 
 UNIVERSE = ("owner", "admin", "clerk", "viewer")

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from authoric.tenancy.invitations import pending_for
+from authoric.accounts.org_invitations import pending_for
 
 
 async def pending_invitations(conn: AsyncConnection, app_uid: uuid.UUID, email: str,

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
 from authoric.accounts.models import Password
+from authoric.accounts.org_invitations import redeem
 from authoric.accounts.service import check_password
 from authoric.auth.passwords import hash_password, verify_password
 from authoric.auth.sessions import issue
@@ -27,7 +28,6 @@ from authoric.console import audit
 from authoric.db import tables as t
 from authoric.errors import Conflict, Unauthenticated, ValidationFailed
 from authoric.tenancy.acting import member_actor
-from authoric.tenancy.invitations import redeem
 
 
 class AcceptInvitation(BaseModel):

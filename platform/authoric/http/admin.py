@@ -7,19 +7,21 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
 
+from authoric.accounts import org_invitations as invitations
+from authoric.accounts.org_invitations import NewInvitation
 from authoric.auth.admin import is_admin_token
-from authoric.catalog import apps, definitions
+from authoric.catalog import apps
 from authoric.catalog.apps import AppChange, AppList, AppView, NewApp
-from authoric.catalog.indexes import IndexSpec
 from authoric.catalog.model import TableChange, TableDef
+from authoric.catalog.roles import RoleDef
 from authoric.errors import Unauthenticated
 from authoric.http.accounts import mail_committed, postbox
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import Services, services
-from authoric.policy.roles import RoleDef
-from authoric.tenancy import invitations, keys
+from authoric.tables import definitions
+from authoric.tables.indexes import IndexSpec
+from authoric.tenancy import keys
 from authoric.tenancy import service as tenancy
-from authoric.tenancy.invitations import NewInvitation
 from authoric.tenancy.keys import NewKey
 from authoric.tenancy.models import Membership, NewOrg, NewUser
 

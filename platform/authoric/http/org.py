@@ -16,7 +16,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from authoric.accounts import org_invitations as invitations
 from authoric.accounts.joining import AcceptInvitation, accept_invitation
+from authoric.accounts.org_invitations import NewInvitation
 from authoric.auth.principals import bearer
 from authoric.auth.ratelimit import MAIL
 from authoric.catalog.apps import find_app
@@ -25,9 +27,8 @@ from authoric.http.accounts import mail_committed, postbox
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import services
 from authoric.http.sessions import throttle
-from authoric.tenancy import invitations, keys, org_members
+from authoric.tenancy import keys, org_members
 from authoric.tenancy.acting import Acting, acting
-from authoric.tenancy.invitations import NewInvitation
 from authoric.tenancy.keys import NewKey
 from authoric.tenancy.models import Membership
 

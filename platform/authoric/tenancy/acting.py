@@ -20,10 +20,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.auth.principals import load_facts
 from authoric.auth.tokens import Claims
+from authoric.catalog.enforcer import granting_roles
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.db import tables as t
 from authoric.errors import Forbidden, NotFound, Unauthenticated
-from authoric.policy.enforcer import granting_roles
 from authoric.tenancy.ceiling import grantable, judge
 
 OPERATOR_ACTOR: dict[str, Any] = {"kind": "operator"}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from authoric.policy.roles import RoleDef
+from authoric.catalog.roles import RoleDef
 
 NOT_GRANTABLE = "role_not_grantable"
 

@@ -20,10 +20,10 @@ from uuid6 import uuid7
 from authoric import clock
 from authoric.auth.api_keys import key_hash, new_key
 from authoric.catalog.apps import bump_version
+from authoric.catalog.roles import ORG_KEYS
 from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
 from authoric.errors import NotFound, ValidationFailed
-from authoric.policy.roles import ORG_KEYS
 from authoric.tenancy.acting import OPERATOR_ACTOR, Acting, parse_uid
 from authoric.tenancy.models import NOT_BLANK
 from authoric.tenancy.service import app_and_org, known_roles

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from authoric.policy.roles import ORG_MEMBERS
+from authoric.catalog.roles import ORG_MEMBERS
 from authoric.tenancy.acting import Acting
 from authoric.tenancy.service import known_roles, member_page, remove_member, set_member_roles
 

@@ -28,10 +28,10 @@ from authoric.accounts.mail_tokens import (
     invalid_token,
     token_hash,
 )
+from authoric.catalog.roles import ORG_MEMBERS
 from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
 from authoric.errors import Conflict, NotFound
-from authoric.policy.roles import ORG_MEMBERS
 from authoric.tenancy.acting import Acting, parse_uid
 from authoric.tenancy.service import app_and_org, known_roles
 
