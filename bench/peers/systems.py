@@ -26,7 +26,7 @@ import subprocess
 import sysconfig
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,7 @@ class Target:
     server_pid: int
     postgres: PostgresCpu | None = None
     notes: list[str] = field(default_factory=list)
+    api_key: str | None = None  # Authoric's: a key of the first org with the member's role
 
     def cpu(self) -> CpuReading:
         return CpuReading(tree_cpu_seconds(self.server_pid),
@@ -134,8 +135,10 @@ def authoric_target(server: Server, db: Database) -> Target:
     members: dict[str, httpx.Client] = {}
     uids: dict[str, list[str]] = {}
     sign_ins: dict[str, str] = {}
+    member_orgs: dict[str, str] = {}
     for org_name in ORGS:
         org = ok(admin.post(f"{base}/orgs", json={"name": org_name}))["uid"]
+        member_orgs[org_name] = org
         email, password = f"{org_name}@bench.test", secrets.token_urlsafe(12)
         user = ok(admin.post(f"{base}/users", json={"email": email, "password": password}))
         ok(admin.put(f"{base}/orgs/{org}/members/{user['uid']}", json={"roles": ["member"]}))
@@ -156,6 +159,13 @@ def authoric_target(server: Server, db: Database) -> Target:
     check(member.get(f"{rows_path}/{uids[theirs][0]}").status_code == 404,
           f"Authoric: {mine}'s member can read a row of {theirs}")
     headers = {"Authorization": member.headers["Authorization"]}
+    key = ok(httpx.post(f"{server.url}{base}/orgs/{member_orgs[mine]}/keys", timeout=60,
+                        headers={"Authorization": f"Bearer {server.admin_token}"},
+                        json={"name": "bench", "roles": ["member"]}))["key"]
+    as_key = httpx.get(f"{server.url}{rows_path}", params={"limit": 1000}, timeout=60,
+                       headers={"Authorization": f"Bearer {key}"})
+    check(sorted(r["uid"] for r in ok(as_key)["items"]) == sorted(uids[mine]),
+          f"Authoric: {mine}'s API key does not list exactly its org's rows")
     for client in members.values():
         client.close()
     return Target(
@@ -166,7 +176,8 @@ def authoric_target(server: Server, db: Database) -> Target:
             "list": [Request("GET", f"{rows_path}?limit={LIST_SIZE}")],
             "create": [Request("POST", rows_path, body) for body in bodies(row)],
             "signin": [Request("POST", f"/{app}/auth/token", sign_ins[mine])],
-        }, notes=[authoric_password_hash()])
+        }, notes=[authoric_password_hash()],
+        api_key=key)
 
 
 def authoric_password_hash() -> str:
@@ -176,6 +187,13 @@ def authoric_password_hash() -> str:
     hasher = PasswordHasher()
     return (f"passwords: Argon2id, t={hasher.time_cost}, m={hasher.memory_cost} KiB, "
             f"p={hasher.parallelism} (argon2-cffi defaults, RFC 9106's second recommendation)")
+
+
+def api_key_target(token: Target) -> Target:
+    """The same server, app and member rows, asked with the org's API key instead of the
+    member's access token (section 3b: one plan for both)."""
+    assert token.api_key is not None
+    return replace(token, name="API key", headers={"Authorization": f"Bearer {token.api_key}"})
 
 
 # --- PocketBase --------------------------------------------------------------------------

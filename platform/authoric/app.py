@@ -28,6 +28,7 @@ from authoric.http import (
     health,
     metrics,
     openapi,
+    org,
     sessions,
     subscribe,
 )
@@ -143,7 +144,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # (`.../subscribe` is not a row uid).
     routers = (subscribe.router, autocrud.router, health.router, metrics.router, admin.router,
                console.router, console_static.router, openapi.router, sessions.router,
-               accounts.router, account_pages.router, admin_accounts.router)
+               accounts.router, account_pages.router, admin_accounts.router, org.router)
     for router in routers:
         app.include_router(router)
     # Ahead of the whole stack, table requests by one path split (http/table_route.py), served

@@ -554,3 +554,8 @@ def test_the_accounts_example_signs_up_verifies_from_the_mailbox_and_resets_a_pa
         pages.terminate()
         pages.wait(10)
         log.close()
+
+
+def test_a_member_invites_changes_removes_members_and_a_backend_job_uses_an_api_key(
+        ts_server: Restartable, control_url: str) -> None:
+    vitest("test/tenancy.test.ts", ts_server, control_url)

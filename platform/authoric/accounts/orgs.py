@@ -35,9 +35,9 @@ async def create_member_org(conn: AsyncConnection, secret: str, caller: AccountC
         app_uid=app["uid"], org_uid=org_uid, user_uid=caller.user.uid,
         roles=settings.org_owner_roles, uid=membership))
     await bump_version(conn, app["uid"])
+    actor = {"kind": "member", "user": str(caller.user.uid), "org": org["uid"]}
     await audit.record(conn, app["uid"], "org.create", f"orgs/{org['uid']}", {
-        "actor": {"kind": "member", "user": str(caller.user.uid), "org": org["uid"]},
-        "name": org["name"], "roles": settings.org_owner_roles})
+        "actor": actor, "name": org["name"], "roles": settings.org_owner_roles}, actor)
     pair = await issue(conn, secret, app, caller.user.uid, org_uid, membership, uuid7(),
                        user_agent)
     return {"org": org, **pair}

@@ -47,7 +47,8 @@ async def authenticate(conn: AsyncConnection, secret: str, header: str | None,
     facts = await load_facts(conn, claims, app_ref)
     assert facts.roles is not None and claims.org_uid is not None  # load_facts refuses both
     principal = Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
-                          facts.roles, claims.expires_at, read_only=claims.read_only)
+                          facts.roles, claims.expires_at, read_only=claims.read_only,
+                          api_key=claims.api_key)
     return Authenticated(principal, facts.version)
 
 
@@ -65,7 +66,7 @@ async def load_facts(conn: AsyncConnection, claims: tokens.Claims, app_ref: str)
     """The current facts for a verified token and the URL's app: 404 for an unknown app,
     401 for a token of another app or a membership that no longer exists (the token's own
     membership: one removed and given back is another)."""
-    m, u = t.members, t.users
+    m, u = t.grantees(), t.users  # members and API keys (section 3b): one loader
     row = (await conn.execute(
         select(t.apps.c.uid, t.apps.c.name, t.apps.c.version, m.c.roles, u.c.email)
         .select_from(t.apps.outerjoin(m, and_(

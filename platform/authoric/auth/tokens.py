@@ -37,6 +37,8 @@ class Claims:
     # The session (refresh-token family) the token belongs to (`sid`): `GET /auth/sessions`
     # marks it current, and an account token's session must still be live.
     session: uuid.UUID | None = None
+    # An API key's (auth/api_keys.py): user and membership are the key's uid; never encoded.
+    api_key: bool = False
 
 
 def encode(secret: str, claims: Claims) -> str:

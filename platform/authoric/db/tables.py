@@ -5,6 +5,8 @@ User-defined tables live elsewhere, one PostgreSQL schema per app (see `catalog.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -20,7 +22,9 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    select,
     text,
+    union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 
@@ -109,6 +113,7 @@ members = Table(
     # This membership's identity: removing the member and adding them back makes a new one,
     # which the access tokens issued for the old one (claim `mid`) do not reach.
     Column("uid", UUID(as_uuid=True), nullable=False, server_default=text("gen_random_uuid()")),
+    Column("joined_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     PrimaryKeyConstraint("org_uid", "user_uid"),
 )
 
@@ -119,6 +124,8 @@ roles = Table(
     Column("permissions", JSONB, nullable=False),
     Column("row_policies", JSONB, nullable=False),
     Column("redact", JSONB, nullable=False),
+    # The roles this role's holders may hand out in their org (section 3a's ceiling).
+    Column("grants", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
     PrimaryKeyConstraint("app_uid", "name"),
 )
 
@@ -203,8 +210,61 @@ audit_log = Table(
     Column("action", Text, nullable=False),
     Column("target", Text, nullable=False),
     Column("details", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    # Who made the change: {"kind": "operator"}, {"kind": "member", "user", "org"} or
+    # {"kind": "key", "key", "org"} (tenancy/actors.py).
+    Column("actor", JSONB, nullable=False,
+           server_default=text("""'{"kind": "operator"}'::jsonb""")),
     Index("audit_log_app_id", "app_uid", "id"),
 )
+
+# API keys (section 3b): a key acts in one org with its roles, as a member would. Only the
+# SHA-256 of the key is kept; a request finds its key by that hash through the unique index.
+# Revoking deletes the row, so the request path's guard (plan/guard.py) refuses it at once.
+api_keys = Table(
+    "api_keys", metadata,
+    Column("uid", UUID(as_uuid=True), primary_key=True),
+    _app_uid(),
+    Column("org_uid", UUID(as_uuid=True), ForeignKey(orgs.c.uid, ondelete="CASCADE"),
+           nullable=False),
+    Column("name", Text, nullable=False),
+    Column("roles", ARRAY(Text), nullable=False),
+    Column("key_hash", LargeBinary, nullable=False, unique=True),
+    _created(),
+    Column("expires_at", DateTime(timezone=True)),
+    Column("last_used_at", DateTime(timezone=True)),
+    Column("created_by", JSONB, nullable=False),
+    Index("api_keys_org", "org_uid", "uid"),
+)
+
+# Pending invitations into an org (section 3a), one per (org, email); the mailed token is kept
+# as its SHA-256 and accepting deletes the row in the statement that checks it.
+invitations = Table(
+    "invitations", metadata,
+    Column("uid", UUID(as_uuid=True), primary_key=True),
+    _app_uid(),
+    Column("org_uid", UUID(as_uuid=True), ForeignKey(orgs.c.uid, ondelete="CASCADE"),
+           nullable=False),
+    Column("email", Text, nullable=False),
+    Column("roles", ARRAY(Text), nullable=False),
+    Column("invited_by", UUID(as_uuid=True)),
+    Column("token_hash", LargeBinary, nullable=False, unique=True),
+    _created(),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("org_uid", "email"),
+    Index("invitations_email", "app_uid", "email"),
+)
+
+
+def grantees() -> Any:
+    """Whoever holds roles in an org, as one relation (app_uid, org_uid, user_uid, uid, roles):
+    the members, and the API keys acting as principals whose user uid and membership uid are
+    the key's uid. The request path's guard, the facts loader and the feed read principals
+    through it, so a key is judged by the same plan as a member (section 3b)."""
+    m, k = members, api_keys
+    return union_all(
+        select(m.c.app_uid, m.c.org_uid, m.c.user_uid, m.c.uid, m.c.roles),
+        select(k.c.app_uid, k.c.org_uid, k.c.uid.label("user_uid"), k.c.uid, k.c.roles),
+    ).subquery("grantees")
 
 # Tokens sent by mail (accounts.mail_tokens): only the SHA-256 of the 32 random bytes is kept.
 # `purpose` says what the token does (verify, reset; invitations may follow the same shape),

@@ -54,7 +54,8 @@ def postbox(request: Request) -> Postbox:
                    base_url=base)
 
 
-def _mail_committed(svc: Services) -> None:
+def mail_committed(svc: Services) -> None:
+    """Tell the sender a mail was committed (with SMTP), so it goes out without waiting."""
     if svc.mail_sender is not None:
         svc.mail_sender.nudge()
 
@@ -66,7 +67,7 @@ async def sign_up(request: Request, app: str, body: SignUpBody) -> JSONResponse:
         await throttle(request, app, body.normalized_email, MAIL)
         status, answer = await service.sign_up(svc.tx, svc.jwt_secret, app, body,
                                                postbox(request), request.headers.get("user-agent"))
-    _mail_committed(svc)
+    mail_committed(svc)
     return JSONResponse(answer, status_code=status)
 
 
@@ -85,7 +86,7 @@ async def resend(request: Request, app: str, body: EmailBody) -> dict[str, Any]:
     async with svc.tx() as conn:
         await service.resend_verification(conn, await find_app(conn, app), body,
                                           postbox(request))
-    _mail_committed(svc)
+    mail_committed(svc)
     return ACCEPTED
 
 
@@ -95,7 +96,7 @@ async def forgot(request: Request, app: str, body: EmailBody) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:
         await service.forgot_password(conn, await find_app(conn, app), body, postbox(request))
-    _mail_committed(svc)
+    mail_committed(svc)
     return ACCEPTED
 
 

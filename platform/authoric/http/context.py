@@ -23,6 +23,7 @@ from fastapi import Request
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from authoric.auth.api_keys import ApiKeys, is_api_key
 from authoric.auth.principals import FactsCache, bearer, facts_or_refusal, load_facts, matches_app
 from authoric.auth.ratelimit import RateLimiter
 from authoric.auth.tokens import Claims, VerifiedTokens
@@ -70,11 +71,14 @@ class Services:
     statements: StatementCache = field(default_factory=StatementCache)
     facts: FactsCache = field(default_factory=FactsCache)
     tokens: VerifiedTokens = field(init=False)
+    api_keys: ApiKeys = field(init=False)
     indexes: IndexBuilder = field(init=False)
     count_round_trips: bool = field(init=False)
 
     def __post_init__(self) -> None:
         self.tokens = VerifiedTokens(self.jwt_secret)
+        self.api_keys = ApiKeys(self.engine)
+        self.hub.policy_listeners.append(self.api_keys.forget)
         self.indexes = IndexBuilder(self.engine)
         self.count_round_trips = os.environ.get(COUNT_FLAG) == "1"
         if self.count_round_trips:
@@ -102,7 +106,7 @@ class Services:
     async def run(self, header: str | None, request: TableRequest) -> Any:
         """`request` executed as the token's member (records.pipeline): planned from the
         cached facts, whose statement checks them; planned again when they moved."""
-        claims = self.tokens.access(bearer(header))
+        claims = await self.table_claims(header)
         if claims.org_uid is None:  # an account token: 404 or 401 first, as any token gets
             async with self.engine.connect() as conn:
                 await load_facts(conn, claims, request.app)
@@ -110,6 +114,14 @@ class Services:
         if request.writes:
             self.sequencer.nudge()  # the change-log row is committed: stamp it without waiting
         return answer
+
+    async def table_claims(self, header: str | None) -> Claims:
+        """Who the bearer is on a table route (sections 4, 5, 5b): an access token, or an API
+        key acting as a member of its org. Only these routes take keys."""
+        token = bearer(header)
+        if is_api_key(token):
+            return await self.api_keys.claims(token)
+        return self.tokens.access(token)
 
     async def _run_guarded(self, header: str | None, claims: Claims,
                            request: TableRequest) -> Any:
@@ -172,7 +184,7 @@ class Services:
     async def member_transaction(self, header: str | None,
                                  app_ref: str) -> AsyncIterator[InTransaction]:
         """A transaction, and the token's member as a caller inside it (facts read there)."""
-        claims = self.tokens.access(bearer(header))
+        claims = await self.table_claims(header)
         async with self.tx() as conn:
             count_round_trip()
             facts = await load_facts(conn, claims, app_ref)
@@ -183,7 +195,8 @@ class Services:
 def _principal(claims: Claims, facts: Facts) -> Principal:
     assert claims.org_uid is not None  # load_facts refuses an account token
     return Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
-                     facts.roles or (), claims.expires_at, read_only=claims.read_only)
+                     facts.roles or (), claims.expires_at, read_only=claims.read_only,
+                     api_key=claims.api_key)
 
 
 @dataclass
