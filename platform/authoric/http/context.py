@@ -20,6 +20,7 @@ from typing import Any
 import asyncpg
 from fastapi import Request
 from sqlalchemy import event
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.auth.principals import FactsCache, bearer, facts_or_refusal, load_facts, matches_app
@@ -138,11 +139,13 @@ class Services:
                     raise
                 self.facts.put(key, facts)
                 verified = True
-            except AuthoricError:
+            except (AuthoricError, DBAPIError) as error:
                 # Refused on facts from the cache that no statement has confirmed (before any
-                # statement, or by a statement that failed on an old table shape): the answer
-                # stands only if the facts are still current.
-                if verified or guard.held:
+                # statement), or by a statement that failed: planned for a catalog that moved
+                # before it ran (a renamed or retyped column), it fails before its guard is
+                # looked at. The answer stands only if the facts are still current. (A write
+                # that committed never gets here: records.pipeline keeps its answer.)
+                if (verified or guard.held) and not _from_a_statement(error):
                     raise
                 async with self.engine.connect() as conn:
                     count_round_trip()
@@ -163,7 +166,17 @@ class Services:
             count_round_trip()
             facts = await load_facts(conn, claims, app_ref)
             snapshot = await self.snapshot(conn, claims.app_uid, facts.version)
-            yield InTransaction(conn, self.engine, _principal(claims, facts), snapshot)
+            guard = Guard(claims.app_uid, claims.user_uid, claims.org_uid,
+                          Facts(snapshot.version, facts.app_name, facts.roles, facts.email),
+                          membership=claims.membership)
+            yield InTransaction(conn, self.engine, _principal(claims, facts), snapshot, guard)
+
+
+def _from_a_statement(error: BaseException) -> bool:
+    """Whether the database refused a statement (rather than the request being refused
+    before one ran)."""
+    return isinstance(error, DBAPIError) or isinstance(error.__cause__,
+                                                      (asyncpg.PostgresError, DBAPIError))
 
 
 def _principal(claims: Claims, facts: Facts) -> Principal:
