@@ -157,6 +157,33 @@ class Services:
         raise ServiceUnavailable("the app kept changing during this request; retry it",
                                  headers={"Retry-After": "1"})
 
+    async def export(self, header: str | None,
+                     request: TableRequest) -> tuple[AsyncIterator[bytes], str]:
+        """A CSV export as the token's member, and its file's name: planned in a transaction
+        whose facts its statement checks (the rows are read on their own connection, after
+        the transaction); planned again when they moved (a rename committed in between), so
+        the body is never read at another catalog version, nor cut off by one."""
+        for _ in range(PLAN_ATTEMPTS):
+            guard: Guard | None = None
+            try:
+                async with self.member_transaction(header, request.app) as caller:
+                    guard = caller.guard
+                    rows = await execute(caller, request)
+                    return rows, caller.snapshot.table(request.table).name
+            except StaleFacts:
+                continue
+            except DBAPIError:
+                # The first rows' statement failed: on a catalog that moved, plan again.
+                if guard is None:
+                    raise
+                async with self.engine.connect() as conn:
+                    current = await load_facts(conn, self.tokens.access(bearer(header)),
+                                               request.app)
+                if current.version == guard.expected.version:
+                    raise
+        raise ServiceUnavailable("the app kept changing during this request; retry it",
+                                 headers={"Retry-After": "1"})
+
     @asynccontextmanager
     async def member_transaction(self, header: str | None,
                                  app_ref: str) -> AsyncIterator[InTransaction]:
