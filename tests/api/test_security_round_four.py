@@ -7,6 +7,7 @@ index builds asked for together (5). Finding 1 is tests/api/test_reads_racing_sc
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -43,3 +44,48 @@ def test_a_member_gets_422_naming_the_column_for_a_nul_byte_in_a_like_pattern(
     body = expect(clerk.get(world.rows("notes"), params=params), 422, "VALIDATION_FAILED")
     assert body["error"]["details"]["column"] == "title", body
     assert "22021" not in json.dumps(body)
+
+
+HUGE = 980_000  # characters: the value of the finding
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["no index", "search index"])
+def test_a_member_s_huge_value_never_switches_search_off_for_the_org(
+        world: AppWorld, indexed: bool) -> None:
+    world.table("notes", [{"name": "body", "type": "text"}])
+    if indexed:
+        wait_ready(world, "notes", "body_search", {"columns": ["body"], "kind": "search"})
+    org = world.org("North")
+    world.role("clerk", ["notes:*"])
+    clerk, other = world.caller(org, ["clerk"]), world.caller(org, ["clerk"])
+    small = expect(clerk.post(world.rows("notes"), json={"body": "late invoice"}), 201)
+    words = "late invoice " + "x" * 40 + " "
+    huge = expect(clerk.post(world.rows("notes"), json={
+        "body": (words * (HUGE // len(words) + 1))[:HUGE]}), 201)
+    for words_searched in ("late", "late invoice"):
+        search = json.dumps({"body": {"search": words_searched}})
+        page = expect(other.get(world.rows("notes"), params={"filter": search,
+                                                             "count": "exact"}), 200)
+        assert {r["uid"] for r in page["items"]} == {small["uid"], huge["uid"]}
+        assert page["total"] == 2
+
+
+def test_a_search_index_is_built_over_a_table_holding_a_huge_value(world: AppWorld) -> None:
+    world.table("notes", [{"name": "body", "type": "text"}])
+    org = world.org("North")
+    world.role("clerk", ["notes:*"])
+    clerk = world.caller(org, ["clerk"])
+    expect(clerk.post(world.rows("notes"), json={"body": "word " * (HUGE // 5)}), 201)
+    assert wait_ready(world, "notes", "body_search",
+                      {"columns": ["body"], "kind": "search"}) == "ready"
+
+
+def wait_ready(world: AppWorld, table: str, name: str, spec: dict[str, object]) -> str:
+    """The index's state once it is built (or failed)."""
+    url = f"{world.base}/tables/{table}/indexes/{name}"
+    expect(world.admin.put(url, json=spec), 202)
+    deadline = time.monotonic() + 120
+    while (state := expect(world.admin.get(url), 200)["state"]) == "building":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    return str(state)

@@ -8,11 +8,12 @@ with the contract's error object. A failed build leaves an INVALID index behind,
 builder drops. Every index leads with `org_uid`, because every governed read is org-scoped, so
 a `unique` index means unique among one org's rows (as the columns' own `unique` does).
 
-A `search` index is GIN over `authoric.search_vector(column)` (migration 0006: the `simple`
-configuration over accent-folded text); the `search` filter operator compares the same
-expression, so the planner can use it. It cannot lead with `org_uid` (GIN holds no uuid without
-the `btree_gin` extension, which the embedded PostgreSQL lacks): the org is filtered beside it,
-by the table's own (org_uid, uid) index when the planner finds that cheaper.
+A `search` index is GIN over `(ARRAY[org_uid]), authoric.search_vector(column)` (migrations
+0006 and 0010: the `simple` configuration over the accent-folded first 100,000 characters of a
+value); the `search` filter operator compares the same expressions, so the planner can use it.
+It leads with the org as a one-element array, the one way GIN holds a uuid without the
+`btree_gin` extension (which the embedded PostgreSQL lacks): a search within an org reads the
+org's entries and the words' together, never other orgs' matches (security round four).
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def create_statement(app_uid: uuid.UUID, definition: TableDef, name: str,
     index = f'"{physical_name(definition.name, name)}"'
     physical = [_column(definition, c) for c in spec.columns]
     if spec.kind == "search":
-        parts = [f'authoric.search_vector("{c}")' for c, _ in physical]
+        parts = ["(ARRAY[org_uid])"] + [f'authoric.search_vector("{c}")' for c, _ in physical]
         return f"CREATE INDEX CONCURRENTLY {index} ON {target} USING gin ({', '.join(parts)})"
     # NULLs sort last both ways (plan.listing), so each direction gets its own index; the
     # uid breaks ties in the same direction, so a keyset page is one index range.

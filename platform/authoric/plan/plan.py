@@ -78,8 +78,9 @@ class Plan:
     def scope(self, page: bool = False) -> FilterScope:
         searched = frozenset(searched_columns(
             self.access.snapshot.indexes.get(self.table.name, []))) if page else frozenset()
+        org = None if self.access.operator else self.access.principal.org_uid
         return FilterScope(table_fields(self.table), self.access.principal.attributes(),
-                           self.access.decision.redacted, search_by_index=searched)
+                           self.access.decision.redacted, search_by_index=searched, org=org)
 
     def governed(self) -> ColumnElement[bool]:
         a = self.access
