@@ -49,6 +49,13 @@ def test_a_member_gets_422_naming_the_column_for_a_nul_byte_in_a_like_pattern(
 HUGE = 980_000  # characters: the value of the finding
 
 
+def huge_text() -> str:
+    """About HUGE characters of distinct words (their lexemes alone pass 1 MB), led by the
+    words the tests search for."""
+    words = " ".join(f"w{i:07d}" for i in range(HUGE // 9))
+    return f"late invoice {words}"[:HUGE]
+
+
 @pytest.mark.parametrize("indexed", [False, True], ids=["no index", "search index"])
 def test_a_member_s_huge_value_never_switches_search_off_for_the_org(
         world: AppWorld, indexed: bool) -> None:
@@ -59,9 +66,7 @@ def test_a_member_s_huge_value_never_switches_search_off_for_the_org(
     world.role("clerk", ["notes:*"])
     clerk, other = world.caller(org, ["clerk"]), world.caller(org, ["clerk"])
     small = expect(clerk.post(world.rows("notes"), json={"body": "late invoice"}), 201)
-    words = "late invoice " + "x" * 40 + " "
-    huge = expect(clerk.post(world.rows("notes"), json={
-        "body": (words * (HUGE // len(words) + 1))[:HUGE]}), 201)
+    huge = expect(clerk.post(world.rows("notes"), json={"body": huge_text()}), 201)
     for words_searched in ("late", "late invoice"):
         search = json.dumps({"body": {"search": words_searched}})
         page = expect(other.get(world.rows("notes"), params={"filter": search,
@@ -75,7 +80,7 @@ def test_a_search_index_is_built_over_a_table_holding_a_huge_value(world: AppWor
     org = world.org("North")
     world.role("clerk", ["notes:*"])
     clerk = world.caller(org, ["clerk"])
-    expect(clerk.post(world.rows("notes"), json={"body": "word " * (HUGE // 5)}), 201)
+    expect(clerk.post(world.rows("notes"), json={"body": huge_text()}), 201)
     assert wait_ready(world, "notes", "body_search",
                       {"columns": ["body"], "kind": "search"}) == "ready"
 
