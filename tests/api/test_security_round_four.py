@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -94,3 +95,28 @@ def wait_ready(world: AppWorld, table: str, name: str, spec: dict[str, object]) 
         assert time.monotonic() < deadline
         time.sleep(0.1)
     return str(state)
+
+
+def test_an_operator_asking_for_many_index_builds_at_once_gets_every_one_ready(
+        world: AppWorld) -> None:
+    tables = [f"t{n}" for n in range(4)]
+    for table in tables:
+        world.table(table, [{"name": f"c{i}", "type": "text"} for i in range(4)])
+    specs = [(table, f"{table}_c{i}_{kind}", {"columns": [f"c{i}"], "kind": kind})
+             for table in tables for i in range(4) for kind in ("btree", "search")]
+
+    def ask(item: tuple[str, str, dict[str, object]]) -> None:
+        table, name, spec = item
+        expect(world.admin.put(f"{world.base}/tables/{table}/indexes/{name}", json=spec), 202)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(ask, specs))
+    deadline = time.monotonic() + 300
+    states: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        states = {i["name"]: i["state"] for table in tables for i in expect(
+            world.admin.get(f"{world.base}/tables/{table}/indexes"), 200)["items"]}
+        if "building" not in states.values():
+            break
+        time.sleep(0.2)
+    assert states == {name: "ready" for _, name, _ in specs}, states
