@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import all_, and_, any_, false, func, literal, not_, or_, select, true
+from sqlalchemy import all_, and_, any_, cast, false, func, literal, not_, or_, select, true
 from sqlalchemy.dialects.postgresql import ARRAY, array
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -287,7 +287,7 @@ def _search(ref: FieldRef, raw: Any, by_index: bool = False,
     searched = ref.column.table.alias("searched")  # an alias: never correlated to the page
     where = [_matches(searched.c[ref.column.name], query)]
     if org is not None:
-        bound = literal(org, type_=searched.c.org_uid.type)
+        bound = cast(literal(org, type_=searched.c.org_uid.type), searched.c.org_uid.type)
         where += [searched.c.org_uid == bound,
                   # the index's leading expression, so the index answers the org too
                   array([searched.c.org_uid]).contains(array([bound]))]
