@@ -23,7 +23,7 @@ down_revision = "0009"
 branch_labels = None
 depends_on = None
 
-SEARCHED_CHARACTERS = 100_000  # docs/security.md; catalog/indexes.py says the same
+SEARCHED_CHARACTERS = 100_000  # docs/security.md; tables/indexes.py says the same
 
 BOUNDED = f"""
 CREATE OR REPLACE FUNCTION authoric.search_vector(text) RETURNS tsvector

@@ -224,11 +224,6 @@ async def forget_dropped(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
             await conn.execute(delete(t.table_indexes).where(_where(app_uid, table, row.name)))
 
 
-def searched_columns(rows: list[dict[str, Any]]) -> set[str]:
-    """The columns some search index holds (a type change must not break its expression)."""
-    return {c for r in rows if r["kind"] == "search" for c in r["columns"]}
-
-
 # Index builds run one at a time across replicas (`_take_turn`), and one that still meets a
 # deadlock (with a schema change waiting on the table) is tried again.
 BUILD_TURN = 0x61757468_6f726978  # the advisory lock key of the build queue ("authorix")
