@@ -8,6 +8,7 @@ import re
 import uuid
 from typing import Any
 
+import asyncpg
 import pytest
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql
@@ -109,3 +110,16 @@ def test_a_count_is_one_guarded_row_that_stands_for_counted() -> None:
     g = guard()
     rows = [{**NO_FACTS, "uid": True, "total": 3}]
     assert g.check(rows)[0]["total"] == 3 and g.held
+
+
+def test_a_statement_prepared_before_a_retype_is_told_from_other_failures() -> None:
+    from sqlalchemy.exc import DBAPIError
+
+    from authoric.plan.runner import prepared_on_old_tables
+
+    stale = asyncpg.exceptions.InvalidCachedStatementError("cached plan must not change result type")
+    wrapped = DBAPIError("SELECT 1", None, Exception("adapter"))
+    wrapped.orig.__cause__ = stale  # type: ignore[union-attr]
+    assert prepared_on_old_tables(wrapped)
+    assert not prepared_on_old_tables(DBAPIError("SELECT 1", None, Exception("other")))
+    assert not prepared_on_old_tables(asyncpg.exceptions.UndefinedColumnError("no column"))

@@ -32,7 +32,12 @@ from authoric.errors import AuthoricError, ServiceUnavailable
 from authoric.plan.access import Access, admit
 from authoric.plan.guard import Facts, Guard, StaleFacts
 from authoric.plan.request import TableRequest
-from authoric.plan.runner import PoolExecutor, StatementCache, count_round_trip
+from authoric.plan.runner import (
+    PoolExecutor,
+    StatementCache,
+    count_round_trip,
+    prepared_on_old_tables,
+)
 from authoric.policy.principal import Principal
 from authoric.realtime.hub import Hub
 from authoric.realtime.source import Source
@@ -145,6 +150,8 @@ class Services:
                 # before it ran (a renamed or retyped column), it fails before its guard is
                 # looked at. The answer stands only if the facts are still current. (A write
                 # that committed never gets here: records.pipeline keeps its answer.)
+                if prepared_on_old_tables(error):
+                    continue  # a transaction's statement prepared before a retype: again
                 if (verified or guard.held) and not _from_a_statement(error):
                     raise
                 async with self.engine.connect() as conn:
@@ -172,10 +179,12 @@ class Services:
                     return rows, caller.snapshot.table(request.table).name
             except StaleFacts:
                 continue
-            except DBAPIError:
+            except DBAPIError as error:
                 # The first rows' statement failed: on a catalog that moved, plan again.
                 if guard is None:
                     raise
+                if prepared_on_old_tables(error):
+                    continue
                 async with self.engine.connect() as conn:
                     current = await load_facts(conn, self.tokens.access(bearer(header)),
                                                request.app)

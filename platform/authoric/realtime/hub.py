@@ -36,7 +36,7 @@ from authoric.db import tables as t
 from authoric.errors import NotFound
 from authoric.plan.guard import StaleFacts
 from authoric.plan.request import ExpandPaths
-from authoric.plan.runner import CONNECTION_LOST
+from authoric.plan.runner import CONNECTION_LOST, prepared_on_old_tables
 from authoric.policy.principal import Principal
 from authoric.realtime.classes import class_key
 from authoric.realtime.judge import Frame, Memo, ReadClass, judge_orgs
@@ -535,7 +535,8 @@ class Hub:
                     raise
                 await conns.failed()  # no transaction left aborted on the SQLAlchemy side
                 version = await conns.version(snapshot.uid)
-                if not isinstance(error, StaleFacts) and version == snapshot.version:
+                if (not isinstance(error, StaleFacts) and not prepared_on_old_tables(error)
+                        and version == snapshot.version):
                     raise  # the catalog did not move: a real failure
                 current = await self._current(conns, snapshot.uid, version)
                 if current is None:
