@@ -11,15 +11,15 @@
 Existing search indexes are rebuilt here: they held the unbounded expression, and their
 shape was not org-led.
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0010_sec
+Revises: 0012_tenancy
 Create Date: 2026-12-07
 """
 from alembic import op
 from sqlalchemy import text
 
-revision = "0010"
-down_revision = "0009"
+revision = "0010_sec"
+down_revision = "0012_tenancy"  # main's head when merged; the lead re-chains
 branch_labels = None
 depends_on = None
 
