@@ -21,6 +21,9 @@ class Settings(BaseSettings):
 
     database_url: str | None = Field(default=None, validation_alias="DATABASE_URL")
     data_dir: Path = Path(".authoric")
+    # the address `authoric serve` prints for people to open (e.g. the proxy's, in compose);
+    # unset: the listening address, a wildcard host shown as localhost
+    public_url: str | None = None
     admin_token: str | None = None
     jwt_secret: str | None = None
     max_body_bytes: int = 1_048_576
