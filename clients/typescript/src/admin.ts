@@ -305,12 +305,24 @@ export class AppAdmin {
   }
 }
 
+/** The column types a table may use, and for each the types a column of it may become
+ *  (itself first): `GET /admin/column-types`. */
+export interface ColumnTypes {
+  types: ColumnType[];
+  conversions: Record<ColumnType, ColumnType[]>;
+}
+
 export class AdminClient {
   readonly http: Http;
 
   constructor(opts: AdminOptions) {
     this.http = new Http(opts.url, opts.fetch);
     this.http.tokens = fixedToken(opts.token);
+  }
+
+  /** The column types and conversions the server makes (the console reads them from here). */
+  columnTypes(): Promise<ColumnTypes> {
+    return this.http.json<ColumnTypes>("GET", "/admin/column-types");
   }
 
   readonly apps = {

@@ -6,12 +6,15 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
+from pydantic import BaseModel
 
 from authoric.auth.admin import is_admin_token
 from authoric.catalog import apps, definitions
 from authoric.catalog.apps import AppChange, AppList, AppView, NewApp
+from authoric.catalog.conversions import conversion_table
 from authoric.catalog.indexes import IndexSpec
 from authoric.catalog.model import TableChange, TableDef
+from authoric.catalog.types import COLUMN_TYPES
 from authoric.errors import Unauthenticated
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import Services, services
@@ -59,6 +62,19 @@ NewUserBody = Annotated[NewUser, Depends(body_of(NewUser))]
 MembershipBody = Annotated[Membership, Depends(body_of(Membership))]
 RoleBody = Annotated[RoleDef, Depends(body_of(RoleDef))]
 IndexBody = Annotated[IndexSpec, Depends(body_of(IndexSpec))]
+
+
+class ColumnTypes(BaseModel):
+    """The column types a table may use, and the conversions a column may make between them."""
+
+    types: list[str]
+    conversions: dict[str, list[str]]
+
+
+@router.get("/column-types", response_model=ColumnTypes)
+async def column_types() -> ColumnTypes:
+    """What the console offers when a column is made or changed, from the server's own lists."""
+    return ColumnTypes(types=list(COLUMN_TYPES), conversions=conversion_table())
 
 
 @router.post("/apps", status_code=201, response_model=AppView)
