@@ -1,7 +1,7 @@
 // The shapes of the contract's resources, as `@authoric/client/admin` types them, and the few
 // console helpers on them. Which column types exist, and how they convert, the console reads
 // from the server (lib/columnTypes: GET /admin/column-types).
-import type { ColumnDef, ColumnType, TableDef as LibTableDef } from '@authoric/client/admin';
+import type { ColumnDef, TableDef as LibTableDef } from '@authoric/client/admin';
 
 export type {
   AppInfo as App, AppSettings, AuditEntry, ColumnType, IndexDef as Index, Member, Membership, Org, Preview, Role, User,
