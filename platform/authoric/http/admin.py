@@ -13,7 +13,7 @@ from authoric.catalog import apps, definitions
 from authoric.catalog.apps import AppChange, AppList, AppView, NewApp
 from authoric.catalog.conversions import conversion_table
 from authoric.catalog.indexes import IndexSpec
-from authoric.catalog.model import TableChange, TableDef
+from authoric.catalog.model import ColumnTypeName, TableChange, TableDef
 from authoric.catalog.types import COLUMN_TYPES
 from authoric.errors import Unauthenticated
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
@@ -67,8 +67,8 @@ IndexBody = Annotated[IndexSpec, Depends(body_of(IndexSpec))]
 class ColumnTypes(BaseModel):
     """The column types a table may use, and the conversions a column may make between them."""
 
-    types: list[str]
-    conversions: dict[str, list[str]]
+    types: list[ColumnTypeName]
+    conversions: dict[ColumnTypeName, list[ColumnTypeName]]
 
 
 @router.get("/column-types", response_model=ColumnTypes)
