@@ -154,7 +154,7 @@ def test_keyboard_alone_moves_edits_cancels_and_saves_without_bare_letter_shortc
     console.keyboard.press("Enter")
     problems = console.locator(".cell-errors")
     expect(problems).to_contain_text("amount")
-    # Said where the operator is looking: a notice, and the list in view at 1280×800.
+    # Said where the operator is looking: a notice, and the list in view at 1280 by 800.
     expect(console.get_by_role("status")).to_contain_text("Not saved: amount")
     expect(problems).to_be_in_viewport()
     expect(console.get_by_test_id("pager")).to_have_text("page 1 · 2 rows shown")
