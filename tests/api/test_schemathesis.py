@@ -10,8 +10,9 @@ The platform document is FastAPI's. It declares the admin and session routes' re
 (their Pydantic models), the generic row writes' as an object of any columns (the app's
 document has each table's), and no security scheme. The platform is fuzzed twice: with its
 bodies as declared (valid and invalid ones), and with hand-tuned bodies whose names hit the
-pinned app's tables and roles, so requests reach past validation. `{app}` is pinned to a throwaway app (so requests reach past
-the app lookup). Runs are bounded: a few examples per operation.
+pinned app's tables and roles, so requests reach past validation. `{app}` is pinned to a
+throwaway app (so requests reach past the app lookup). Runs are bounded: a few examples per
+operation.
 """
 
 from __future__ import annotations
