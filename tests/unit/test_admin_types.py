@@ -20,7 +20,8 @@ def test_a_maintainer_finds_the_admin_clients_interfaces_as_the_platform_documen
 def test_the_generated_interfaces_carry_the_bodies_the_routes_take() -> None:
     generated = admin_typescript(platform_document())
     for name in ("NewTable", "TableChange", "NewColumn", "IndexSpec", "NewOrg", "NewUser",
-                 "ImpersonationRequest", "PreviewRequest", "RoleBody", "ColumnTypes", "AppInfo"):
+                 "ImpersonationRequest", "PreviewRequest", "RoleBody", "ColumnTypes", "AppInfo",
+                 "Org", "User", "Member", "Membership", "MemberSet"):
         assert f"export interface {name} {{" in generated, name
     assert "export type ColumnType = \"text\" | " in generated
 

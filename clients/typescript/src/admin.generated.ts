@@ -78,8 +78,39 @@ export interface IndexSpec {
   kind?: "btree" | "search";
 }
 
+export interface MemberPage {
+  items: Member[];
+  next: string | null;
+}
+
+/** `PUT .../orgs/{org}/members/{user}`: the membership as now stored. */
+export interface MemberSet {
+  org: string;
+  user: string;
+  roles: string[];
+}
+
+/** A member of an org, with the user's email. */
+export interface Member {
+  org: string;
+  user: string;
+  email: string;
+  roles: string[];
+}
+
 /** `PUT /admin/apps/{app}/orgs/{org}/members/{user}`: the member's roles (replacing any). */
 export interface MembershipBody {
+  roles: string[];
+}
+
+export interface MembershipList {
+  items: Membership[];
+}
+
+/** One org a user belongs to, by name, and the user's roles there. */
+export interface Membership {
+  org: string;
+  orgName: string;
   roles: string[];
 }
 
@@ -114,6 +145,16 @@ export interface OperationsChange {
   create?: boolean | null;
   update?: boolean | null;
   delete?: boolean | null;
+}
+
+export interface OrgList {
+  items: Org[];
+}
+
+/** An org: `POST .../orgs` answers it, `GET .../orgs` lists them. */
+export interface Org {
+  uid: string;
+  name: string;
 }
 
 /** The body: the draft is parsed as `PUT .../roles/{role}` parses a role. */
@@ -158,4 +199,14 @@ export interface NewTable {
   captureSqlWrites?: boolean;
   sqlName?: string | null;
   displayColumn?: string | null;
+}
+
+export interface UserList {
+  items: User[];
+}
+
+/** A user (never the password): `POST .../users` answers it, `GET .../users` lists them. */
+export interface User {
+  uid: string;
+  email: string;
 }

@@ -14,8 +14,8 @@ export type { ChangeEvent, Expanded, Filter, ListQuery, Page, Status, UntypedRow
 // platform OpenAPI document (scripts/admin-types); the answers it does not declare yet are
 // written below by hand.
 import type {
-  AppChange, ColumnType, ColumnTypes, ImpersonationRequest, IndexSpec, NewApp, NewOrg, NewTable, NewUser,
-  PreviewRequest, RoleBody, TableChange,
+  AppChange, ColumnType, ColumnTypes, ImpersonationRequest, IndexSpec, Member, Membership, MemberSet, NewApp, NewOrg,
+  NewTable, NewUser, Org, PreviewRequest, RoleBody, TableChange, User,
 } from "./admin.generated.js";
 export type * from "./admin.generated.js";
 
@@ -69,29 +69,6 @@ export interface AppInfo {
   name: string;
   createdAt: string;
   settings: AppSettings;
-}
-
-export interface Org {
-  uid: string;
-  name: string;
-}
-
-export interface User {
-  uid: string;
-  email: string;
-}
-
-export interface Member {
-  org: string;
-  user: string;
-  email: string;
-  roles: string[];
-}
-
-export interface Membership {
-  org: string;
-  orgName: string;
-  roles: string[];
 }
 
 export interface Role {
@@ -259,7 +236,7 @@ export class AppAdmin {
 
   readonly members = {
     set: (org: string, user: string, roles: string[]) =>
-      this.write<{ org: string; user: string; roles: string[] }>("PUT", `/orgs/${seg(org)}/members/${seg(user)}`, { roles }),
+      this.write<MemberSet>("PUT", `/orgs/${seg(org)}/members/${seg(user)}`, { roles }),
     remove: (org: string, user: string) => this.write<void>("DELETE", `/orgs/${seg(org)}/members/${seg(user)}`),
   };
 

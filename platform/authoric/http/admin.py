@@ -16,6 +16,16 @@ from authoric.catalog.indexes import IndexSpec
 from authoric.catalog.model import ColumnTypeName, TableChange, TableDef
 from authoric.catalog.types import COLUMN_TYPES
 from authoric.errors import Unauthenticated
+from authoric.http.answers import (
+    MemberPage,
+    MemberSet,
+    MembershipList,
+    OrgList,
+    OrgView,
+    UserList,
+    UserView,
+    declared,
+)
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import Services, services
 from authoric.policy.roles import RoleDef
@@ -158,12 +168,14 @@ async def delete_index(request: Request, app: str, table: str, name: str) -> Res
     return Response(status_code=204)
 
 
-@router.post("/apps/{app}/orgs", status_code=201)
+@router.post("/apps/{app}/orgs", status_code=201, response_model=None,
+             responses=declared(201, OrgView))
 async def create_org(request: Request, app: str, body: NewOrgBody) -> dict[str, Any]:
     return await _call(request, tenancy.create_org, app, body)
 
 
-@router.get("/apps/{app}/orgs")
+@router.get("/apps/{app}/orgs", response_model=None,
+             responses=declared(200, OrgList))
 async def list_orgs(request: Request, app: str) -> dict[str, Any]:
     return await _listed(request, tenancy.list_orgs, app)
 
@@ -173,12 +185,14 @@ async def delete_org(request: Request, app: str, org: str) -> Response:
     return await _deleted(request, tenancy.delete_org, app, org)
 
 
-@router.post("/apps/{app}/users", status_code=201)
+@router.post("/apps/{app}/users", status_code=201, response_model=None,
+             responses=declared(201, UserView))
 async def create_user(request: Request, app: str, body: NewUserBody) -> dict[str, Any]:
     return await _call(request, tenancy.create_user, app, body)
 
 
-@router.get("/apps/{app}/users")
+@router.get("/apps/{app}/users", response_model=None,
+             responses=declared(200, UserList))
 async def list_users(request: Request, app: str) -> dict[str, Any]:
     return await _listed(request, tenancy.list_users, app)
 
@@ -188,19 +202,22 @@ async def delete_user(request: Request, app: str, user: str) -> Response:
     return await _deleted(request, tenancy.delete_user, app, user)
 
 
-@router.put("/apps/{app}/orgs/{org}/members/{user}")
+@router.put("/apps/{app}/orgs/{org}/members/{user}", response_model=None,
+             responses=declared(200, MemberSet))
 async def put_member(request: Request, app: str, org: str, user: str,
                      body: MembershipBody) -> dict[str, Any]:
     return await _call(request, tenancy.put_member, app, org, user, body)
 
 
-@router.get("/apps/{app}/orgs/{org}/members")
+@router.get("/apps/{app}/orgs/{org}/members", response_model=None,
+             responses=declared(200, MemberPage))
 async def list_members(request: Request, app: str, org: str, limit: str | None = None,
                        after: str | None = None) -> dict[str, Any]:
     return await _call(request, tenancy.list_members, app, org, limit, after)
 
 
-@router.get("/apps/{app}/users/{user}/memberships")
+@router.get("/apps/{app}/users/{user}/memberships", response_model=None,
+             responses=declared(200, MembershipList))
 async def list_memberships(request: Request, app: str, user: str) -> dict[str, Any]:
     return await _listed(request, tenancy.list_memberships, app, user)
 

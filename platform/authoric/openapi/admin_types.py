@@ -24,6 +24,10 @@ CLIENT_NAMES = {
     "Membership": "MembershipBody",
     "ColumnDef": "NewColumn",
     "Operations": "NewOperations",
+    "OrgView": "Org",
+    "UserView": "User",
+    "MemberView": "Member",
+    "MembershipView": "Membership",
 }
 # Schemas of no use to an admin client: the session routes' bodies, the row bodies (the app's
 # document types those), and FastAPI's own validation error.
