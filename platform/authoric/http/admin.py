@@ -9,11 +9,10 @@ from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel
 
 from authoric.auth.admin import is_admin_token
-from authoric.catalog import apps, definitions
+from authoric.catalog import apps
 from authoric.catalog.apps import AppChange, AppList, AppView, NewApp
-from authoric.catalog.conversions import conversion_table
-from authoric.catalog.indexes import IndexSpec
 from authoric.catalog.model import ColumnTypeName, TableChange, TableDef
+from authoric.catalog.roles import RoleDef
 from authoric.catalog.types import COLUMN_TYPES
 from authoric.errors import Unauthenticated
 from authoric.http.answers import (
@@ -28,7 +27,9 @@ from authoric.http.answers import (
 )
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import Services, services
-from authoric.policy.roles import RoleDef
+from authoric.tables import definitions
+from authoric.tables.conversions import conversion_table
+from authoric.tables.indexes import IndexSpec
 from authoric.tenancy import service as tenancy
 from authoric.tenancy.models import Membership, NewOrg, NewUser
 
