@@ -3,6 +3,12 @@
 
 export type ColumnType = "text" | "integer" | "numeric" | "boolean" | "timestamp" | "date" | "uuid" | "json" | "reference" | "select";
 
+/** `POST /{app}/auth/invitations/accept`. */
+export interface AcceptInvitation {
+  token: string;
+  password?: string | null;
+}
+
 /** `PATCH /admin/apps/{app}`: only settings may change. */
 export interface AppChange {
   settings?: SettingsChange;
@@ -17,6 +23,14 @@ export interface AppSettings {
   accessTokenTtl?: number;
   refreshTokenTtl?: number;
   allowedOrigins?: string[];
+  signUp?: "closed" | "open" | "invite";
+  emailVerification?: "required" | "off";
+  orgCreation?: "operator" | "users";
+  orgOwnerRoles?: string[];
+  passwordMinLength?: number;
+  links?: Links;
+  mailFrom?: string | null;
+  mailTemplates?: Record<"verify" | "reset" | "taken" | "invite", MailTemplate>;
 }
 
 /** An app as the admin routes answer it (documents the answer in the platform document). */
@@ -53,6 +67,11 @@ export interface ColumnTypes {
   conversions: Record<ColumnType, ColumnType[]>;
 }
 
+/** `POST /{app}/auth/verify/resend` and `POST /{app}/auth/password/forgot`. */
+export interface EmailAddress {
+  email: string;
+}
+
 /** Every error response: `{"error": {"code", "message", "details"}}`. */
 export interface ErrorBody {
   error: ErrorDetail;
@@ -78,6 +97,25 @@ export interface IndexSpec {
   kind?: "btree" | "search";
 }
 
+/** Where the links in mail point (`{token}` is replaced by the mailed token); an unset one points to the server's own page (`/{app}/auth/pages/...`). */
+export interface Links {
+  verify?: string | null;
+  reset?: string | null;
+  invite?: string | null;
+}
+
+/** One mail's own wording. `${app}`, `${link}` and `${email}` are filled in; a part left out keeps the server's wording. */
+export interface MailTemplate {
+  subject?: string | null;
+  text?: string | null;
+  html?: string | null;
+}
+
+/** `POST /{app}/auth/verify`. */
+export interface MailedToken {
+  token: string;
+}
+
 export interface MemberPage {
   items: Member[];
   next: string | null;
@@ -90,12 +128,13 @@ export interface MemberSet {
   roles: string[];
 }
 
-/** A member of an org, with the user's email. */
+/** A member of an org, with the user's email and when they joined (RFC 3339). */
 export interface Member {
   org: string;
   user: string;
   email: string;
   roles: string[];
+  joinedAt: string;
 }
 
 /** `PUT /admin/apps/{app}/orgs/{org}/members/{user}`: the member's roles (replacing any). */
@@ -116,6 +155,24 @@ export interface Membership {
 
 /** `POST /admin/apps`. */
 export interface NewApp {
+  name: string;
+}
+
+/** `POST /{app}/org/invitations`: who, and the roles they will hold. */
+export interface NewInvitation {
+  email: string;
+  roles: string[];
+}
+
+/** `POST .../keys`: a name, the roles the key acts with, and when it stops working. */
+export interface NewKey {
+  name: string;
+  roles: string[];
+  expiresAt?: string | null;
+}
+
+/** `POST /{app}/orgs` (bearer): an org the signed-in user creates and owns. */
+export interface NewMemberOrg {
   name: string;
 }
 
@@ -157,6 +214,18 @@ export interface Org {
   name: string;
 }
 
+/** `POST /{app}/auth/password` (bearer). */
+export interface PasswordChange {
+  current: string;
+  password: string;
+}
+
+/** `POST /{app}/auth/password/reset`. */
+export interface PasswordReset {
+  token: string;
+  password: string;
+}
+
 /** The body: the draft is parsed as `PUT .../roles/{role}` parses a role. */
 export interface PreviewRequest {
   draft: RoleBody;
@@ -171,6 +240,7 @@ export interface RoleBody {
   permissions?: string[];
   rowPolicies?: Record<string, Record<string, unknown>>;
   redact?: Record<string, string[]>;
+  grants?: string[];
 }
 
 /** The settings a PATCH changes; the ones it leaves out keep their value. */
@@ -178,6 +248,25 @@ export interface SettingsChange {
   accessTokenTtl?: number;
   refreshTokenTtl?: number;
   allowedOrigins?: string[];
+  signUp?: "closed" | "open" | "invite";
+  emailVerification?: "required" | "off";
+  orgCreation?: "operator" | "users";
+  orgOwnerRoles?: string[];
+  passwordMinLength?: number;
+  links?: Links;
+  mailFrom?: string | null;
+  mailTemplates?: Record<"verify" | "reset" | "taken" | "invite", MailTemplate>;
+}
+
+/** `POST /{app}/auth/signup`. */
+export interface SignUp {
+  email: string;
+  password: string;
+}
+
+/** `POST /{app}/auth/switch` (bearer). */
+export interface SwitchOrg {
+  org: string;
 }
 
 /** `PATCH /admin/apps/{app}/tables/{table}`: any of operations, addColumns, dropColumns, renameColumns, alterColumns, displayColumn. All of it applies in one transaction, or none. */

@@ -38,12 +38,13 @@ class MemberSet(Answer):
 
 
 class MemberView(Answer):
-    """A member of an org, with the user's email."""
+    """A member of an org, with the user's email and when they joined (RFC 3339)."""
 
     org: str
     user: str
     email: str
     roles: list[str]
+    joinedAt: str  # the contract's name
 
 
 class MembershipView(Answer):
