@@ -294,8 +294,9 @@ export interface UserList {
   items: User[];
 }
 
-/** A user (never the password): `POST .../users` answers it, `GET .../users` lists them. */
+/** A user (never the password): `POST .../users` answers it, `GET .../users` lists them, each with whether their email is verified. */
 export interface User {
   uid: string;
   email: string;
+  emailVerified?: boolean | null;
 }

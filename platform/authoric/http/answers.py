@@ -23,10 +23,12 @@ class OrgView(Answer):
 
 
 class UserView(Answer):
-    """A user (never the password): `POST .../users` answers it, `GET .../users` lists them."""
+    """A user (never the password): `POST .../users` answers it, `GET .../users` lists them,
+    each with whether their email is verified."""
 
     uid: str
     email: str
+    emailVerified: bool | None = None  # in lists only
 
 
 class MemberSet(Answer):
