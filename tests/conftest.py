@@ -45,6 +45,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = bound
 
 
+def under_ci() -> bool:
+    """Whether this run is CI's (CI set to anything but empty, 0, false or no)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> pytest.TestReport:
+    """Under CI a skip is a failure: a test that could not run (a missing tool, a missing
+    package) must stop the run, not let it pass without it. Locally a skip stays a skip."""
+    report: pytest.TestReport = yield
+    if report.skipped and under_ci() and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"CI must run every test, and this one skipped: {reason}"
+    return report
+
+
 def _server_url(tmp_root: Path) -> str:
     url = os.environ.get("AUTHORIC_TEST_DATABASE_URL")
     if url:
