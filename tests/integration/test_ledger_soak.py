@@ -1,4 +1,4 @@
-"""A ledger soak: a few concurrent writers make thousands of inserts, updates and deletes while
+"""A ledger soak: a few concurrent writers make a thousand or more inserts, updates and deletes while
 several subscribers keep dropping their connection and resuming with `Last-Event-ID` (or
 `?lastEventId=`). At the end each subscriber's frames are checked against the change log:
 every committed change it may see was received, exactly once, in position order.
