@@ -12,6 +12,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from tests.tree_lock import tree_lock
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -43,3 +45,14 @@ def npm(*args: str) -> list[str]:
     if cli.exists():
         return [str(bin_dir / "node"), str(cli), *args]
     return [str(bin_dir / "npm"), *args]
+
+
+def npm_ci(folder: Path) -> None:
+    """`npm ci` in `folder` unless its node_modules already matches its package-lock.json;
+    one session at a time (tests/tree_lock.py)."""
+    with tree_lock(f"npm-ci-{folder.name}"):
+        installed = folder / "node_modules" / ".package-lock.json"
+        lock = folder / "package-lock.json"
+        if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
+            subprocess.run(npm("ci", "--no-audit", "--no-fund", "--loglevel=error"), cwd=folder,
+                           check=True, stdout=subprocess.DEVNULL, env=env())

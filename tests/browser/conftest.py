@@ -61,11 +61,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 @pytest.fixture(scope="session")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder holding the page and its script bundle, built now from the pinned packages."""
-    installed = HERE / "node_modules" / ".package-lock.json"
-    lock = HERE / "package-lock.json"
-    if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
-        subprocess.run(node.npm("ci", "--no-audit", "--no-fund"), cwd=HERE, check=True,
-                       stdout=subprocess.DEVNULL, env=node.env())
+    node.npm_ci(HERE)
     out = tmp_path_factory.mktemp("browser-page")
     subprocess.run([str(HERE / "node_modules" / ".bin" / "esbuild"), "client.mjs", "--bundle",
                     "--format=iife", f"--outfile={out / 'bundle.js'}", "--log-level=warning"],

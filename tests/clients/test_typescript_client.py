@@ -28,18 +28,11 @@ import pytest
 from tests import node
 from tests.scenario import AppWorld, expect
 from tests.servers import ServerProcess, free_port, start_server
+from tests.tree_lock import tree_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "clients" / "typescript"
 
-
-
-def _npm_ci() -> None:
-    installed = PACKAGE / "node_modules" / ".package-lock.json"
-    lock = PACKAGE / "package-lock.json"
-    if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
-        subprocess.run(node.npm("ci", "--no-audit", "--no-fund", "--loglevel=error"), cwd=PACKAGE,
-                       check=True, stdout=subprocess.DEVNULL, env=node.env())
 
 
 class Restartable:
@@ -77,7 +70,7 @@ class Restartable:
 
 @pytest.fixture(scope="module")
 def node_packages() -> None:
-    _npm_ci()
+    node.npm_ci(PACKAGE)
 
 
 @pytest.fixture(scope="module")
@@ -206,9 +199,10 @@ def test_the_packed_tarball_installs_on_its_own_and_talks_to_the_server_from_nod
         ts_server: Restartable, tmp_path: Path) -> None:
     """`npm pack` builds (checking the first-load budget), and the tarball installs into an
     empty project with no other package and works there."""
-    packed = subprocess.run(node.npm("pack", "--pack-destination", str(tmp_path), "--loglevel=error"),
-                            cwd=PACKAGE, capture_output=True, text=True, timeout=300, check=True,
-                            env=node.env())
+    with tree_lock("npm-pack-client"):  # it builds into the package's own dist/
+        packed = subprocess.run(node.npm("pack", "--pack-destination", str(tmp_path),
+                                         "--loglevel=error"), cwd=PACKAGE, capture_output=True,
+                                text=True, timeout=300, check=True, env=node.env())
     assert "KB gzip (budget 15 KB)" in packed.stdout + packed.stderr
     tarball = next(tmp_path.glob("authoric-client-*.tgz"))
     app = tmp_path / "app"
