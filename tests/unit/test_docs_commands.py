@@ -58,7 +58,8 @@ def fenced_commands(text: str) -> Iterator[str]:
 def inline_commands(text: str) -> Iterator[str]:
     """Code spans in the prose that start like a command we can check."""
     for span in SPAN.findall(text):
-        if re.match(r"^(?:\./)?(?:scripts/|\.ci/|authoric |\.venv/bin/|python3? -m bench\.)", span):
+        if re.match(r"^(?:\./)?(?:scripts/\w|\.ci/\w|authoric |\.venv/bin/|python3? -m bench\.)",
+                    span):
             yield span
 
 
@@ -100,7 +101,10 @@ def authoric_problem(args: list[str]) -> str | None:
 
 
 def bench_problem(module: str, args: list[str]) -> str | None:
-    """What is wrong with `python -m MODULE ARGS` for a module under bench/, if anything."""
+    """What is wrong with `python -m MODULE ARGS` for a module under bench/, if anything
+    (`bench.X` and `bench.<name>` are placeholders, not modules)."""
+    if re.search(r"[<>{}]|\.[A-Z]$", module):
+        return None
     rel = Path(*module.split("."))
     if (ROOT / rel).is_dir():
         if not (ROOT / rel / "__main__.py").exists():
@@ -119,6 +123,8 @@ def script_problem(script: str, args: list[str]) -> str | None:
     path = ROOT / script.removeprefix("./")
     if not path.is_file():
         return f"no file {script}"
+    if path.suffix == ".py":  # named, run by python: being there is enough
+        return None
     if not path.stat().st_mode & 0o111:
         return f"{script} is not executable"
     source = path.read_text()
@@ -205,6 +211,7 @@ def test_every_repository_path_the_docs_name_exists() -> None:
     (".venv/bin/python -m bench.crud --seconds 5", False),
     (".venv/bin/python -m bench.crud --no-such-flag", True),
     ("python -m bench.nothing", True),
+    ("python -m bench.X --any", False),
 ])
 def test_a_command_is_found_wrong_exactly_when_its_script_subcommand_module_or_flag_is_gone(
         command: str, wrong: bool) -> None:
