@@ -56,6 +56,8 @@ def start_server(database_url: str, data_dir: Path, port: int | None = None,
         "AUTHORIC_TOKEN_RATE_LIMIT": "1000",
         "AUTHORIC_WORKERS": "1",  # one process unless a test asks for more: per-process state
         "AUTHORIC_LOGIN_ACCOUNT_LIMIT": "1000",
+        "AUTHORIC_MAIL_RATE_LIMIT": "1000",
+        "AUTHORIC_MAIL_ACCOUNT_LIMIT": "1000",
         # Argon2id at its minimum cost: the suite creates and logs in thousands of users, and
         # at the production cost their hashing was about half of a server's CPU in the tests.
         "AUTHORIC_TEST_CHEAP_PASSWORD_HASHING": "1",
