@@ -27,6 +27,7 @@ from authoric.http import (
     openapi,
     sessions,
     subscribe,
+    webhooks,
 )
 from authoric.http.admin_audit import AdminAudit
 from authoric.http.context import Services
@@ -42,6 +43,7 @@ from authoric.plan.runner import open_pool
 from authoric.realtime.hub import Hub
 from authoric.realtime.stream_leases import StreamLeases
 from authoric.settings import Settings
+from authoric.webhooks.worker import Deliverer, Tee
 
 # Net allocations of tracked objects between two young collections (CPython's default: 700).
 # A request frees nearly everything it allocates by reference counting, but at 50 connections
@@ -94,8 +96,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.source = source
         app.state.stream_leases = StreamLeases(engine, settings)
         settle_collector()
+        deliverer = app.state.webhooks = Deliverer(settings, engine, source, snapshots, counted)
         sequencer.start()
-        source.start(hub)
+        source.start(Tee(hub, deliverer))
+        deliverer.start()
         app.state.services.indexes.start_sweep()
         sampler = asyncio.create_task(counted.sample_request_pool(pool))
         handoff = app.state.handoff = start_handoff(settings, app, counted)
@@ -109,6 +113,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await app.state.services.indexes.stop()
             # By now uvicorn has stopped accepting, streams have ended (sse-starlette sees the
             # shutdown) and in-flight requests have finished or the grace period is over.
+            await deliverer.stop()
             await source.stop()
             await hub.close()
             await sequencer.stop()
@@ -135,7 +140,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Routes are matched in order, one pattern after another. Streams precede the table routes
     # (`.../subscribe` is not a row uid).
     routers = (subscribe.router, autocrud.router, health.router, metrics.router, admin.router,
-               console.router, console_static.router, openapi.router, sessions.router)
+               console.router, console_static.router, openapi.router, sessions.router,
+               webhooks.router)
     for router in routers:
         app.include_router(router)
     # Ahead of the whole stack, table requests by one path split (http/table_route.py), served

@@ -73,5 +73,12 @@ class Settings(BaseSettings):
     # a bearer token for GET /metrics only (the admin token is always accepted)
     metrics_token: str | None = None
 
+    # webhooks (contract section 8): deliver to loopback, private, link-local and unspecified
+    # addresses too (`true` only where the receivers are on a private network, or in tests)
+    webhook_allow_private: bool = False
+    # seconds: the backoff ceiling after a webhook's first failure, doubling up to the maximum
+    webhook_retry_base: float = Field(default=5.0, gt=0)
+    webhook_retry_max: float = Field(default=3600.0, gt=0)
+
     def secret_file(self, name: str) -> Path:
         return self.data_dir / name

@@ -45,6 +45,8 @@ Origin = Annotated[str, Field(pattern=ORIGIN_PATTERN, max_length=300), AfterVali
 Origins = Annotated[list[Origin], Field(max_length=MAX_ORIGINS), AfterValidator(_origins)]
 AccessTokenTtl = Annotated[int, Field(ge=1, le=86_400 * 30)]
 RefreshTokenTtl = Annotated[int, Field(ge=1, le=86_400 * 3650)]
+# Hours a webhook may keep failing before it turns `failing` (contract section 8).
+WebhookRetryHours = Annotated[float, Field(gt=0, le=24 * 365)]
 
 
 class AppSettings(BaseModel):
@@ -55,6 +57,7 @@ class AppSettings(BaseModel):
     access_token_ttl: AccessTokenTtl = Field(default=900, alias="accessTokenTtl")
     refresh_token_ttl: RefreshTokenTtl = Field(default=2_592_000, alias="refreshTokenTtl")
     allowed_origins: Origins = Field(default_factory=list, alias="allowedOrigins")
+    webhook_retry_hours: WebhookRetryHours = Field(default=72, alias="webhookRetryHours")
 
 
 class SettingsChange(BaseModel):
@@ -66,6 +69,7 @@ class SettingsChange(BaseModel):
     access_token_ttl: AccessTokenTtl = Field(default=None, alias="accessTokenTtl")  # type: ignore[assignment]
     refresh_token_ttl: RefreshTokenTtl = Field(default=None, alias="refreshTokenTtl")  # type: ignore[assignment]
     allowed_origins: Origins = Field(default=None, alias="allowedOrigins")  # type: ignore[arg-type]
+    webhook_retry_hours: WebhookRetryHours = Field(default=None, alias="webhookRetryHours")  # type: ignore[assignment]
 
 
 class AppChange(BaseModel):
