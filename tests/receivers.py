@@ -46,7 +46,7 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 got = Received({k.lower(): v for k, v in self.headers.items()},
                                self.rfile.read(length), self.path)

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from standardwebhooks import Webhook
+from standardwebhooks.webhooks import WebhookVerificationError
 
 from tests.receivers import Receiver
 from tests.scenario import AppWorld, Caller, expect
@@ -140,7 +141,7 @@ def test_operator_creates_a_webhook_and_gets_each_change_signed_in_order(shop: S
                          "app": shop.world.name}
     assert got[0].headers["content-type"] == "application/json"
     # A signature made with another secret does not verify.
-    with pytest.raises(Exception):
+    with pytest.raises(WebhookVerificationError):
         Webhook("whsec_" + "A" * 32).verify(got[0].body, got[0].headers)
 
 
