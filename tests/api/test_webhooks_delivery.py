@@ -335,3 +335,16 @@ def test_metrics_show_each_webhooks_deliveries_failures_and_lag(shop: Shop,
     assert f'authoric_webhook_lag_positions{{webhook="{made["uid"]}"}}' in text
     assert f'authoric_webhook_lag_seconds{{webhook="{made["uid"]}"}}' in text
 
+
+
+def test_operator_sends_a_test_delivery_that_moves_nothing(shop: Shop) -> None:
+    receiver = shop.receiver()
+    made = shop.hook(receiver)
+    answer = expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/test"), 200)
+    assert answer["status"] == 200 and answer["error"] is None and answer["durationMs"] >= 0
+    got = receiver.received()
+    assert len(got) == 1 and got[0].id.startswith("test_")
+    assert Webhook(made["secret"]).verify(got[0].body, got[0].headers)["type"] == "test"
+    assert shop.deliveries(made["uid"]) == []
+    receiver.answer = lambda _: (410, {})
+    assert expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/test"), 200)["status"] == 410

@@ -27,7 +27,7 @@ def test_a_delivery_signed_here_verifies_with_the_standardwebhooks_package() -> 
 
     secret = new_secret()
     body = b'{"type":"insert","position":"42"}'
-    headers = signed_headers(secret, 42, body, time.time())
+    headers = signed_headers(secret, "42", body, time.time())
     assert headers["webhook-id"] == "42"
     assert Webhook(secret).verify(body, headers) == {"type": "insert", "position": "42"}
     with pytest.raises(WebhookVerificationError):

@@ -6,6 +6,7 @@ import type { ColumnDef, ColumnType, TableDef as LibTableDef } from '@authoric/c
 
 export type {
   AppInfo as App, AppSettings, AuditEntry, ColumnType, IndexDef as Index, Member, Membership, Org, Preview, Role, User,
+  Webhook, WebhookDelivery,
 } from '@authoric/client/admin';
 
 const TYPES: Record<ColumnType, true> = {

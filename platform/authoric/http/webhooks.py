@@ -19,12 +19,14 @@ from authoric.webhooks.model import (
     DeliveryList,
     NewWebhook,
     Replay,
+    TestSend,
     WebhookChange,
     WebhookList,
     WebhookView,
     WebhookWithSecret,
 )
 from authoric.webhooks.targets import TargetRefused, checked_address, resolve_host, split_target
+from authoric.webhooks.worker import Deliverer
 
 router = APIRouter(prefix="/admin/apps/{app}/webhooks", tags=["webhooks"],
                    dependencies=[Depends(require_admin)], route_class=TypedRoute,
@@ -98,3 +100,13 @@ async def list_webhook_deliveries(request: Request, app: str, uid: str, limit: s
 async def replay_webhook(request: Request, app: str, uid: str, body: ReplayBody) -> dict[str, Any]:
     async with services(request).tx() as conn:
         return await store.replay(conn, app, uid, body)
+
+
+@router.post("/{uid}/test", response_model=TestSend)
+async def test_webhook(request: Request, app: str, uid: str) -> dict[str, Any]:
+    """Not in the contract: the console's "send a test". One signed `{"type": "test"}` POST,
+    outside the change log (its `webhook-id` is `test_...`); nothing is recorded or moved."""
+    async with services(request).tx() as conn:
+        url, secret, app_name = await store.target_of(conn, app, uid)
+    deliverer: Deliverer = request.app.state.webhooks
+    return await deliverer.test_send(url, secret, app_name)

@@ -97,3 +97,13 @@ class Delivery(BaseModel):
 class DeliveryList(BaseModel):
     items: list[Delivery]
     next: str | None
+
+
+class TestSend(BaseModel):
+    """What the receiver answered a test delivery."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    status: int | None
+    error: str | None
+    duration_ms: float = Field(alias="durationMs")

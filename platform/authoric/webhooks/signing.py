@@ -19,11 +19,11 @@ def new_secret() -> str:
     return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(24)).decode()
 
 
-def signed_headers(secret: str, position: int, body: bytes, at: float) -> dict[str, str]:
-    """The headers of one delivery attempt; `at` (epoch seconds, the wall clock: receivers
-    refuse a timestamp more than 5 minutes off theirs) is the attempt's time."""
+def signed_headers(secret: str, msg_id: str, body: bytes, at: float) -> dict[str, str]:
+    """The headers of one delivery attempt (`msg_id`: the position); `at` (epoch seconds,
+    the wall clock: receivers refuse a timestamp more than 5 minutes off theirs) is the
+    attempt's time."""
     when = datetime.fromtimestamp(int(at), UTC)
-    msg_id = str(position)
     return {
         "content-type": "application/json",
         "webhook-id": msg_id,

@@ -156,6 +156,13 @@ async def _resumed(conn: AsyncConnection, cursor: int) -> dict[str, Any]:
             "resync_first": cursor < horizon}
 
 
+async def target_of(conn: AsyncConnection, app_ref: str, ref: str) -> tuple[str, str, str]:
+    """(url, secret, app name) of a webhook, for a test delivery."""
+    app = await find_app(conn, app_ref)
+    row = await _webhook(conn, app["uid"], ref)
+    return row["url"], row["secret"], app["name"]
+
+
 async def delete_webhook(conn: AsyncConnection, app_ref: str, ref: str) -> None:
     app = await find_app(conn, app_ref)
     row = await _webhook(conn, app["uid"], ref)

@@ -39,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from authoric import clock
 from authoric.catalog.snapshot import SnapshotCache
+from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
 from authoric.observability.metrics import Metrics
 from authoric.realtime.source import Change, Sink, Source
@@ -47,6 +48,7 @@ from authoric.webhooks.backoff import retry_delay
 from authoric.webhooks.events import Audience, Delivery, Judging, audience_of, deliveries, expired, wanted
 from authoric.webhooks.signing import signed_headers
 from authoric.webhooks.targets import PinnedTransport, Resolve, TargetRefused, resolve_host
+from authoric.wire import json_bytes
 
 log = logging.getLogger("authoric.webhooks")
 
@@ -118,6 +120,15 @@ class Deliverer:
         for running in self.running.values():
             if running.audience is None or any(wanted(running.audience, c) for c in changes):
                 running.wake.set()
+
+    async def test_send(self, url: str, secret: str, app_name: str) -> dict[str, Any]:
+        """One signed `test` delivery, outside the log (no cursor moves, nothing recorded):
+        what the receiver answered, for the console's "send a test"."""
+        test_id = f"test_{uuid.uuid4().hex}"
+        body = json_bytes({"type": "test", "app": app_name, "table": None, "org": None,
+                           "position": None, "timestamp": rfc3339(datetime.now(UTC))})
+        status, error, ms = await self._attempt(url, secret, Delivery(0, body), test_id)
+        return {"status": status, "error": error, "durationMs": round(ms, 3)}
 
     # Leases --------------------------------------------------------------------------------
 
@@ -275,12 +286,12 @@ class Deliverer:
             values["status"] = "failing"
         return values
 
-    async def _attempt(self, url: str, secret: str,
-                       delivery: Delivery) -> tuple[int | None, str | None, float]:
+    async def _attempt(self, url: str, secret: str, delivery: Delivery,
+                       msg_id: str | None = None) -> tuple[int | None, str | None, float]:
         """POST one delivery: (HTTP status or None, error or None, milliseconds). The error
         names what failed, never the URL's query or a header (they may hold secrets)."""
         assert self._client is not None
-        headers = signed_headers(secret, delivery.pos, delivery.body, self.wall())
+        headers = signed_headers(secret, msg_id or str(delivery.pos), delivery.body, self.wall())
         started = time.perf_counter()
         status: int | None = None
         error: str | None = None
