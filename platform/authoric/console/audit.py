@@ -16,8 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
-from authoric.errors import BadRequest
-from authoric.plan.listing import parse_limit
+from authoric.plan.listing import parse_id_cursor, parse_limit
 
 DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
 # A key whose name ends so holds a secret (or a hash of one): `password`, `refresh_token`,
@@ -46,19 +45,10 @@ async def record(conn: AsyncConnection, app_uid: uuid.UUID, action: str, target:
         app_uid=app_uid, action=action, target=target, details=sanitized(details or {})))
 
 
-def _after(raw: str | None) -> int | None:
-    """The cursor is the id of the last entry of the previous page."""
-    if raw is None:
-        return None
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
-        raise BadRequest("bad cursor", {"after": raw})
-    return int(raw)
-
-
 async def list_entries(conn: AsyncConnection, app_uid: uuid.UUID, limit: str | None,
                        after: str | None) -> dict[str, Any]:
     """A page of the app's entries, newest first, and the cursor of the next page."""
-    size, before = parse_limit(limit, DEFAULT_LIMIT, MAX_LIMIT), _after(after)
+    size, before = parse_limit(limit, DEFAULT_LIMIT, MAX_LIMIT), parse_id_cursor(after)
     log = t.audit_log
     where = [log.c.app_uid == app_uid]
     if before is not None:

@@ -44,6 +44,16 @@ def parse_limit(raw: str | None, default: int = DEFAULT_LIMIT, maximum: int = MA
     return int(raw)
 
 
+def parse_id_cursor(raw: str | None) -> int | None:
+    """`?after=` of an admin record list (the audit log, a webhook's deliveries): the id of
+    the last record of the previous page, ASCII digits only."""
+    if raw is None:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
+        raise BadRequest("bad cursor", {"after": raw})
+    return int(raw)
+
+
 def parse_order(raw: str | None, fields: dict[str, FieldRef], hidden: frozenset[str]) -> Ordering:
     spec = raw or "uid"
     descending = spec.startswith("-")

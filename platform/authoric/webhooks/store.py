@@ -20,7 +20,7 @@ from authoric.catalog.types import rfc3339
 from authoric.changes import reader
 from authoric.db import tables as t
 from authoric.errors import BadRequest, NotFound, ValidationFailed
-from authoric.plan.listing import parse_limit
+from authoric.plan.listing import parse_id_cursor, parse_limit
 from authoric.plan.request import parse_expand
 from authoric.webhooks.model import NewWebhook, Replay, WebhookChange
 from authoric.webhooks.signing import new_secret
@@ -193,20 +193,12 @@ async def replay(conn: AsyncConnection, app_ref: str, ref: str, body: Replay) ->
     return public(await _webhook(conn, app["uid"], ref))
 
 
-def _after(raw: str | None) -> int | None:
-    if raw is None:
-        return None
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
-        raise BadRequest("bad cursor", {"after": raw})
-    return int(raw)
-
-
 async def list_deliveries(conn: AsyncConnection, app_ref: str, ref: str, limit: str | None,
                           after: str | None) -> dict[str, Any]:
     """A page of the webhook's delivery attempts, newest first."""
     app = await find_app(conn, app_ref)
     row = await _webhook(conn, app["uid"], ref)
-    size, before = parse_limit(limit, DEFAULT_LIMIT, MAX_LIMIT), _after(after)
+    size, before = parse_limit(limit, DEFAULT_LIMIT, MAX_LIMIT), parse_id_cursor(after)
     d = t.webhook_deliveries
     where = [d.c.webhook_uid == row["uid"]]
     if before is not None:
