@@ -581,6 +581,7 @@ class Options:
     gap: tuple[float, float] = (2.0, 8.0)  # seconds between faults
     kinds: tuple[str, ...] = KINDS  # the faults to draw from
     quiet: bool = False
+    keep_logs_of_failure: bool = False  # the work directory (replicas' logs) of a failed run
 
 
 @dataclass
@@ -872,13 +873,18 @@ async def run(options: Options) -> Result:
     work = Path(tempfile.mkdtemp(prefix="authoric-chaos-"))
     work.chmod(0o755)
     chaos: Chaos | None = None
+    result: Result | None = None
     try:
         chaos = Chaos(options, work)
-        return await chaos.run()
+        result = await chaos.run()
+        return result
     finally:
         if chaos is not None:
             chaos.postgres.cleanup()
-        shutil.rmtree(work, ignore_errors=True)
+        if result is not None and not result.clean() and options.keep_logs_of_failure:
+            print(f"the replicas' logs are kept in {work}", flush=True)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -894,7 +900,7 @@ def main(argv: list[str] | None = None) -> int:
     if not kinds or set(kinds) - set(KINDS):
         parser.error(f"--faults: a comma-separated subset of {','.join(KINDS)}")
     result = asyncio.run(run(Options(seconds=args.seconds, drain=args.drain, seed=args.seed,
-                                     kinds=kinds)))
+                                     kinds=kinds, keep_logs_of_failure=True)))
     print(result.report(), flush=True)
     print("PASS" if result.clean() else "FAIL", flush=True)
     return 0 if result.clean() else 1

@@ -177,8 +177,8 @@ async def rotate_secret(conn: AsyncConnection, app_ref: str, ref: str) -> dict[s
 
 
 async def replay(conn: AsyncConnection, app_ref: str, ref: str, body: Replay) -> dict[str, Any]:
-    """Send again from `from` (included): the cursor moves back to just before it, and a
-    failing webhook is resumed (a paused one stays paused)."""
+    """Send again from `from` (included): the cursor moves to just before it, and a failing
+    webhook is resumed (a paused one stays paused)."""
     app = await find_app(conn, app_ref)
     row = await _webhook(conn, app["uid"], ref, lock=True)
     start = int(body.from_)
@@ -189,6 +189,9 @@ async def replay(conn: AsyncConnection, app_ref: str, ref: str, body: Replay) ->
     values = await _resumed(conn, start - 1)
     if row["status"] == "failing":
         values["status"] = "active"
+    # The lease goes too: a delivery in flight now cannot move the cursor past `from`; the
+    # next claim (any process) starts again from it.
+    values.update(lease_owner=None, lease_until=None)
     await conn.execute(update(W).where(W.c.uid == row["uid"]).values(cursor=start - 1, **values))
     return public(await _webhook(conn, app["uid"], ref))
 

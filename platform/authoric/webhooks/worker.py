@@ -60,6 +60,19 @@ TIMEOUT = 10.0  # seconds per attempt (contract: a 2xx within 10 s)
 READ_LIMIT = 4096  # bytes of a response read at most
 LAST = 2**63 - 1
 W = t.webhooks
+# A success: the cursor moves to the position and the delivery is recorded, in one statement,
+# only while this process holds the lease (a replay takes the lease away, so a delivery in
+# flight meanwhile cannot move the cursor past where the replay put it). A `backfill_expired`
+# resync ($7) clears `resync_first`.
+DELIVERED = """
+WITH moved AS (
+    UPDATE authoric.webhooks SET cursor = $3, attempt = 0, failing_since = NULL,
+        next_attempt_at = NULL, resync_first = resync_first AND NOT $7
+    WHERE uid = $1 AND lease_owner = $2 RETURNING uid
+)
+INSERT INTO authoric.webhook_deliveries (webhook_uid, position, attempt, status, duration_ms)
+SELECT uid, $3, $4, $5, $6 FROM moved RETURNING id
+"""
 
 
 @dataclass
@@ -201,9 +214,8 @@ class Deliverer:
         due = row["next_attempt_at"]
         if due is not None and due.timestamp() > self.now():
             return min(POLL, due.timestamp() - self.now())
-        app = await self._app(row["app_uid"])
-        if app is None:
-            raise _Lost
+        app = {"name": row["app_name"], "version": row["app_version"],
+               "settings": row["app_settings"]}
         audience = audience_of(row, app["name"])
         running = self.running.get(uid)
         if running is not None:
@@ -232,13 +244,13 @@ class Deliverer:
         return None
 
     async def _row(self, uid: uuid.UUID) -> Any:
+        """The webhook, with its app's name, catalog version and settings (one statement)."""
+        a = t.apps
+        query = (select(W, a.c.name.label("app_name"), a.c.version.label("app_version"),
+                        a.c.settings.label("app_settings"))
+                 .join(a, a.c.uid == W.c.app_uid).where(W.c.uid == uid))
         async with self.engine.connect() as conn:
-            return (await conn.execute(select(W).where(W.c.uid == uid))).mappings().first()
-
-    async def _app(self, app_uid: uuid.UUID) -> Any:
-        async with self.engine.connect() as conn:
-            return (await conn.execute(select(t.apps.c.name, t.apps.c.version, t.apps.c.settings)
-                                       .where(t.apps.c.uid == app_uid))).mappings().first()
+            return (await conn.execute(query)).mappings().first()
 
     async def _move(self, row: Any, pos: int) -> None:
         async with self.engine.begin() as conn:
@@ -253,25 +265,38 @@ class Deliverer:
         status, error, ms = await self._attempt(row["url"], row["secret"], delivery)
         ok = status is not None and 200 <= status < 300
         attempt = row["attempt"] + 1
-        async with self.engine.begin() as conn:
-            if ok:
-                values: dict[str, Any] = {"cursor": delivery.pos, "attempt": 0,
-                                          "failing_since": None, "next_attempt_at": None}
-                if resync:
-                    values["resync_first"] = False
-            else:
-                values = self._failed(row, app, attempt)
-            moved = await conn.execute(update(W).where(W.c.uid == row["uid"],
-                                                       W.c.lease_owner == self.owner)
-                                       .values(**values))
-            if moved.rowcount == 0:
-                raise _Lost  # rolls back: the successor records its own attempt
-            await conn.execute(t.webhook_deliveries.insert().values(
-                webhook_uid=row["uid"], position=delivery.pos, attempt=attempt, status=status,
-                error=error, duration_ms=ms, at=func.now()))
+        if ok:
+            await self._delivered(row["uid"], delivery.pos, attempt, status, ms, resync)
+        else:
+            await self._record_failure(row, app, delivery.pos, attempt, status, error, ms)
         if self.metrics is not None:
             self.metrics.webhook_delivered(str(row["uid"]), ok)
         return ok
+
+    async def _delivered(self, uid: uuid.UUID, pos: int, attempt: int, status: int | None,
+                         ms: float, resync: bool) -> None:
+        """The delivery recorded and the cursor moved to it: one statement, so one round trip
+        and one transaction, fenced by the lease (asyncpg straight: the path every delivery
+        takes)."""
+        async with self.engine.connect() as conn:
+            raw = (await conn.get_raw_connection()).driver_connection
+            assert raw is not None
+            recorded = await raw.fetchval(DELIVERED, uid, self.owner, pos, attempt, status, ms,
+                                          resync)
+        if recorded is None:
+            raise _Lost  # nothing written: the successor sends it again
+
+    async def _record_failure(self, row: Any, app: Any, pos: int, attempt: int,
+                              status: int | None, error: str | None, ms: float) -> None:
+        async with self.engine.begin() as conn:
+            moved = await conn.execute(update(W).where(W.c.uid == row["uid"],
+                                                       W.c.lease_owner == self.owner)
+                                       .values(**self._failed(row, app, attempt)))
+            if moved.rowcount == 0:
+                raise _Lost  # rolls back: the successor records its own attempt
+            await conn.execute(t.webhook_deliveries.insert().values(
+                webhook_uid=row["uid"], position=pos, attempt=attempt, status=status,
+                error=error, duration_ms=ms, at=func.now()))
 
     def _failed(self, row: Any, app: Any, attempt: int) -> dict[str, Any]:
         now = self.now()
