@@ -42,7 +42,7 @@ from typing import Any
 import asyncpg
 import uvloop
 
-from authoric.http.wire import chunked
+from authoric.serving.wire import chunked
 from bench.harness import database, process_cpu_seconds
 
 # One change frame as bench.fanout's subscribers get it (about 330 bytes), chunk-framed.

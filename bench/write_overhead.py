@@ -83,7 +83,7 @@ def serve_as(variant: str, argv: list[str]) -> int:
 
         sequencer.Sequencer.start = lambda self: None  # type: ignore[method-assign]
     if variant == "no-log":
-        from authoric.changes import log
+        from authoric.db import changelog as log
         from authoric.records import writes
 
         async def no_change(*_: Any, **__: Any) -> None:

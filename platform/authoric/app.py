@@ -34,7 +34,6 @@ from authoric.http.context import Services
 from authoric.http.cors import AppCors, app_origins
 from authoric.http.errors import install_error_handlers
 from authoric.http.front import Front, Platform
-from authoric.http.handoff import start_handoff
 from authoric.http.limits import BodyLimit, RoundTripHeader, UrlLimit
 from authoric.http.observe import Observe
 from authoric.http.table_route import TableRoutes
@@ -42,6 +41,7 @@ from authoric.observability.metrics import Metrics
 from authoric.plan.runner import open_pool
 from authoric.realtime.hub import Hub
 from authoric.realtime.stream_leases import StreamLeases
+from authoric.serving.handoff import start_handoff
 from authoric.settings import Settings
 from authoric.webhooks.worker import Deliverer, Tee
 

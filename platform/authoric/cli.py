@@ -87,7 +87,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     if workers > 1:
         # Where the workers hand subscribe requests to the one serving their org's streams
-        # (http/handoff.py); private to this user (mkdtemp: mode 0700), gone when serve ends.
+        # (serving/handoff.py); private to this user (mkdtemp: mode 0700), gone when serve ends.
         handoff_dir = tempfile.mkdtemp(prefix="authoric-streams-")
         atexit.register(shutil.rmtree, handoff_dir, ignore_errors=True)
         os.environ["AUTHORIC_STREAM_HANDOFF_DIR"] = handoff_dir

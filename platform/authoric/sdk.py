@@ -32,8 +32,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.catalog.apps import find_app
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
-from authoric.changes.capture import SETTING
 from authoric.db import tables as t
+from authoric.db.changelog import PLATFORM_WRITE
 from authoric.db.embedded import embedded_database_url
 from authoric.db.engine import create_engine
 from authoric.db.errors import translate
@@ -180,6 +180,6 @@ class Session:
         what it writes. Tables live in schema `app_<app uid hex>`."""
         async with self.sdk.engine.begin() as conn:
             # A direct SQL write: not filed by the platform, so capture must not skip it.
-            await conn.execute(text(f"SELECT set_config('{SETTING}', 'off', true)"))
+            await conn.execute(text(f"SELECT set_config('{PLATFORM_WRITE}', 'off', true)"))
             result = await conn.execute(text(statement), params or {})
             return list(result.mappings()) if result.returns_rows else []

@@ -62,7 +62,7 @@ class Settings(BaseSettings):
     # `authoric serve` processes; unset: one per core, at most 3
     workers: int | None = None
     # with several workers, a subscribe request is served by the worker its org falls to, so
-    # one worker judges each change (http/handoff.py); `off`: by whichever worker accepted it
+    # one worker judges each change (serving/handoff.py); `off`: by whichever worker accepted it
     stream_routing: Literal["org", "off"] = "org"
     # set by `authoric serve` for its workers, not by operators: where they meet to hand
     # streams over

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from authoric.catalog.indexes import physical_name
+from authoric.tables.indexes import physical_name
 from tests.api.test_table_indexes import physical, settled
 from tests.scenario import AppWorld, expect
 from tests.servers import start_server

@@ -2,7 +2,7 @@
 
 A writer's transaction records its change-log row with `pos` NULL; positions are stamped
 after commit. These tests hold a transaction open after its log row exists (a raw asyncpg
-transaction doing exactly what `changes/log.py` does) while REST writes commit, and check
+transaction doing exactly what `db/changelog.py` does) while REST writes commit, and check
 that a client resuming from any id it was sent still receives the late commit.
 """
 

@@ -19,12 +19,12 @@ from collections.abc import AsyncIterator, Sequence
 import asyncpg
 import pytest
 
+from authoric.catalog.enforcer import build_enforcer
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.changes import reader
 from authoric.changes.relay import LINGER, Relay, carried
 from authoric.changes.sequencer import CHANNEL, PAYLOAD_LIMIT, Sequencer
 from authoric.db.engine import create_engine, libpq_url
-from authoric.policy.enforcer import build_enforcer
 from authoric.realtime.hub import Hub, Subscriber
 from authoric.realtime.source import Change
 from authoric.settings import Settings

@@ -1,4 +1,4 @@
-"""Streams routed by org (http/handoff.py), as an operator serving two workers and their
+"""Streams routed by org (serving/handoff.py), as an operator serving two workers and their
 subscribers see it: every stream of one org is held by one worker, whichever worker the kernel
 gave the connection to, and each stream still receives its org's changes."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from authoric.http.handoff import slot_of
+from authoric.serving.handoff import slot_of
 from tests.integration.test_cli import bare_env, listening_workers, serve, socket_inodes
 from tests.scenario import AppWorld, expect
 from tests.servers import ServerProcess

@@ -1,5 +1,5 @@
 """Live frames written by the hub itself while a stream waits idle (realtime/hub.py
-`Subscriber.offer`, http/wire.py): what the stream's client receives, and when the frames go
+`Subscriber.offer`, serving/wire.py): what the stream's client receives, and when the frames go
 through the stream's task instead. The writer is exercised on a real uvicorn server and a
 real socket, as `authoric serve` runs it."""
 
@@ -18,16 +18,16 @@ import uvicorn
 import uvloop
 from starlette.types import Receive, Scope, Send
 
+from authoric.catalog.enforcer import build_enforcer
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.db.engine import create_engine
 from authoric.http.subscribe import DirectFrames
-from authoric.http.wire import ChunkWriter, chunk_writer, chunked
 from authoric.observability.metrics import FeedTally, Metrics
-from authoric.policy.enforcer import build_enforcer
 from authoric.policy.principal import Principal
 from authoric.realtime.hub import CLOSE, Hub, Run, Subscriber
 from authoric.realtime.judge import Frame
 from authoric.realtime.stream import Stream, StreamRequest
+from authoric.serving.wire import ChunkWriter, chunk_writer, chunked
 from authoric.settings import Settings
 
 APP = uuid.uuid4()

@@ -21,7 +21,7 @@ def sample(frames: list[str], n: int) -> str:
 
 RAW = "\n".join([
     # The pass: a frame written to a socket, the judge's driver work, ours, the interpreter.
-    sample([*PASS, "ChunkWriter.write_chunk (authoric/http/wire.py:62)",
+    sample([*PASS, "ChunkWriter.write_chunk (authoric/serving/wire.py:62)",
             "UVStream_write (loop.c:110085)", "write (libc.so.6)"], 30),
     sample([*PASS, "Connection._do_execute (asyncpg/connection.py:2066)",
             "CoreProtocol__bind_execute (protocol.c:55447)"], 10),

@@ -1,4 +1,4 @@
-"""Streams routed by org (http/handoff.py), in process: which requests a worker routes, where
+"""Streams routed by org (serving/handoff.py), in process: which requests a worker routes, where
 to, the head the receiving worker reads, and a connection changing hands between two workers'
 halves over real sockets, as uvicorn serves it there."""
 
@@ -18,8 +18,8 @@ import jwt
 import pytest
 from starlette.types import Message, Receive, Scope, Send
 
-from authoric.http.handoff import Handoff, request_head, slot_of, start_handoff, stream_org
 from authoric.observability.metrics import Metrics
+from authoric.serving.handoff import Handoff, request_head, slot_of, start_handoff, stream_org
 from authoric.settings import Settings
 
 ORG = "0193a8f2-1c4e-7000-8000-00000000000a"
@@ -80,7 +80,7 @@ def test_every_worker_computes_the_same_slot_for_an_org_and_orgs_spread_over_the
     # Each worker is a process of its own, with its own string-hash seed.
     for seed in ("1", "2"):
         other = subprocess.run(
-            [sys.executable, "-c", "import json, sys, uuid; from authoric.http.handoff import "
+            [sys.executable, "-c", "import json, sys, uuid; from authoric.serving.handoff import "
              "slot_of; print(json.dumps([slot_of(str(uuid.UUID(int=i * 7919)), 2) "
              "for i in range(1000)]))"],
             env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, check=True,

@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+from authoric.catalog.enforcer import build_enforcer
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.db.engine import create_engine
-from authoric.policy.enforcer import build_enforcer
 from authoric.policy.principal import Principal
 from authoric.realtime.hub import Hub, Subscriber
 from authoric.realtime.source import Change

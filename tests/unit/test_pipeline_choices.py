@@ -9,15 +9,15 @@ import uuid
 import pytest
 from sqlalchemy import MetaData
 
+from authoric.catalog.enforcer import build_enforcer
 from authoric.catalog.model import TableDef
+from authoric.catalog.roles import RoleDef
 from authoric.catalog.schema import compile_table
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import Forbidden, NotFound, TableLocked, UnsupportedMediaType
 from authoric.plan.access import admit
 from authoric.plan.request import Checked, Operation, TableRequest
-from authoric.policy.enforcer import build_enforcer
 from authoric.policy.principal import Principal
-from authoric.policy.roles import RoleDef
 from authoric.records.pipeline import admitted, strategy
 
 APP, ORG, USER = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)

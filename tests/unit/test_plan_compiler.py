@@ -10,7 +10,9 @@ import pytest
 from sqlalchemy import MetaData
 from sqlalchemy.dialects.postgresql import asyncpg as asyncpg_dialect
 
+from authoric.catalog.enforcer import build_enforcer
 from authoric.catalog.model import TableDef
+from authoric.catalog.roles import RoleDef
 from authoric.catalog.schema import compile_table
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import Forbidden
@@ -19,9 +21,7 @@ from authoric.plan.guard import Facts, Guard, guarded_select
 from authoric.plan.plan import Page, Plan
 from authoric.plan.runner import StatementCache
 from authoric.policy.decision import decide
-from authoric.policy.enforcer import build_enforcer
 from authoric.policy.principal import Principal
-from authoric.policy.roles import RoleDef
 from authoric.query.filters import parse_filter
 
 APP, ORG, USER = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)

@@ -9,18 +9,18 @@ import pytest
 from sqlalchemy import MetaData
 from sqlalchemy.dialects import postgresql
 
+from authoric.catalog.enforcer import build_enforcer
 from authoric.catalog.model import TableDef
+from authoric.catalog.roles import RoleDef
 from authoric.catalog.schema import compile_table
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import BadRequest
 from authoric.plan.access import admit
+from authoric.plan.expand import expansion_tree
 from authoric.plan.plan import Plan
 from authoric.plan.request import parse_count, parse_expand
-from authoric.policy.enforcer import build_enforcer
 from authoric.policy.principal import Principal
-from authoric.policy.roles import RoleDef
 from authoric.query.filters import parse_filter
-from authoric.records.expand import expansion_tree
 
 APP = uuid.UUID(int=9)
 

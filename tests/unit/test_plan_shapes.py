@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from authoric.changes.log import DELETE, UPDATE
+from authoric.catalog.roles import RoleDef
+from authoric.db.changelog import DELETE, UPDATE
 from authoric.errors import InternalError
 from authoric.plan.access import admit, with_draft_role
 from authoric.plan.binds import Shaped, named
@@ -20,7 +21,6 @@ from authoric.plan.listing import encode_cursor
 from authoric.plan.plan import Page, Plan
 from authoric.plan.runner import StatementCache
 from authoric.policy.principal import Principal
-from authoric.policy.roles import RoleDef
 from authoric.query.filters import parse_filter
 from tests.unit.test_plan_compiler import APP, snapshot
 

@@ -12,9 +12,9 @@ from pydantic import BaseModel
 from authoric.auth.credentials import Login, RefreshToken
 from authoric.catalog.apps import AppChange, AppSettings, NewApp
 from authoric.catalog.model import TableChange, TableDef
+from authoric.catalog.roles import RoleDef
 from authoric.errors import BadRequest, ValidationFailed
 from authoric.http.bodies import parse_body, request_body_schema
-from authoric.policy.roles import RoleDef
 from authoric.tenancy.models import Membership, NewOrg, NewUser
 
 MODELS: list[type[BaseModel]] = [NewApp, AppChange, TableDef, TableChange, NewOrg, NewUser,

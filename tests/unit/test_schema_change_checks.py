@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 
 from authoric.catalog.model import ColumnAlter, ColumnDef, TableDef
-from authoric.catalog.schema_change import (
+from authoric.errors import Conflict, ValidationFailed
+from authoric.tables.schema_change import (
     CONVERSIONS,
     _image_value,
     altered,
     check_renames,
     renamed_filter,
 )
-from authoric.errors import Conflict, ValidationFailed
 
 
 def col(name: str, type_: str, **kw: object) -> ColumnDef:

@@ -7,9 +7,9 @@ import asyncio
 import time
 import uuid
 
+from authoric.catalog.enforcer import build_enforcer
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.db.engine import create_engine
-from authoric.policy.enforcer import build_enforcer
 from authoric.policy.principal import Principal
 from authoric.realtime.hub import Hub
 from authoric.realtime.judge import Frame

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from sqlalchemy import MetaData
 
+from authoric.catalog.enforcer import build_enforcer
 from authoric.catalog.model import TableDef
 from authoric.catalog.schema import compile_table
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.openapi.document import app_openapi
-from authoric.policy.enforcer import build_enforcer
 from authoric.typegen import pascal, render_py, render_ts
 
 APP = uuid.UUID(int=1)

@@ -13,13 +13,13 @@ import pytest
 from sqlalchemy import MetaData
 from sqlalchemy.dialects import postgresql
 
-from authoric.catalog.indexes import SEARCHABLE_TYPES
 from authoric.catalog.model import ColumnDef, TableDef
 from authoric.catalog.schema import compile_table
 from authoric.catalog.types import REGISTRY, column_type
 from authoric.errors import ValidationFailed
 from authoric.query.fields import table_fields
 from authoric.query.filters import FilterError, FilterScope, compile_filter
+from authoric.tables.indexes import SEARCHABLE_TYPES
 
 TABLE = compile_table(uuid.UUID(int=9), TableDef.model_validate({"name": "notes", "columns": [
     {"name": "body", "type": "text"}, {"name": "count", "type": "integer"},

@@ -16,12 +16,12 @@ import casbin
 from sqlalchemy import MetaData, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from authoric.catalog.enforcer import build_enforcer
 from authoric.catalog.model import TableDef
+from authoric.catalog.roles import RoleDef
 from authoric.catalog.schema import CompiledTable, compile_table
 from authoric.db import tables as t
 from authoric.errors import NotFound
-from authoric.policy.enforcer import build_enforcer
-from authoric.policy.roles import RoleDef
 
 
 @dataclass
@@ -101,3 +101,10 @@ async def load_snapshot(conn: AsyncConnection, app_uid: uuid.UUID) -> AppSnapsho
         indexes.setdefault(row["table_name"], []).append({"name": row["name"], **row["spec"]})
     return AppSnapshot(app["uid"], app["name"], app["version"], dict(app["settings"]), tables,
                        roles, build_enforcer(roles), indexes=indexes)
+
+
+def searched_columns(rows: list[dict[str, Any]]) -> set[str]:
+    """The columns some search index holds, from a table's `AppSnapshot.indexes` rows: a
+    list's `search` filter may use the index, and a type change must not break its
+    expression."""
+    return {c for r in rows if r["kind"] == "search" for c in r["columns"]}

@@ -9,7 +9,8 @@ How (the trade-off against logical decoding is measured in docs/realtime.md):
 - the function files one change per row (a delete with its old image, so it is judged as it
   stood); a statement touching more than 1,000 rows files one `bulk` change per org instead;
 - a fourth, AFTER TRUNCATE, files one `bulk` change per org of the app (migration 0009);
-- the platform's own connections carry `authoric.platform_write = on` (db/engine.py), and
+- the platform's own connections carry `authoric.platform_write = on` (db/engine.py,
+  `db.changelog.PLATFORM_WRITE`), and
   the function returns at once for them: a platform write filed its change itself, in the
   same statement, and is never filed twice;
 - nothing of ours runs in a SQL writer's process to wake the sequencer, and a NOTIFY from
@@ -26,7 +27,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.schema import schema_name
 
-SETTING = "authoric.platform_write"  # on for the platform's connections: they file their own
 EVENTS = {"ins": "INSERT", "upd": "UPDATE", "del": "DELETE"}
 REFERENCING = {"ins": "NEW TABLE AS new_rows", "upd": "OLD TABLE AS old_rows NEW TABLE AS new_rows",
                "del": "OLD TABLE AS old_rows"}

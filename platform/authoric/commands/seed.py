@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from authoric.catalog import apps, definitions
+from authoric.catalog import apps
 from authoric.catalog.apps import NewApp
 from authoric.catalog.model import TableDef
+from authoric.catalog.roles import RoleDef
 from authoric.errors import AuthoricError
-from authoric.policy.roles import RoleDef
 from authoric.sdk import Authoric
+from authoric.tables import definitions
 from authoric.tenancy import service as tenancy
 from authoric.tenancy.models import Membership, NewOrg, NewUser
 

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from authoric.catalog.names import check_name
+from authoric.catalog.roles import ACTIONS, RoleDef, check_role
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.db import tables as t
@@ -32,7 +33,6 @@ from authoric.plan.access import with_draft_role
 from authoric.plan.plan import governed_rows
 from authoric.policy.decision import PolicyBroken, decide
 from authoric.policy.principal import Principal
-from authoric.policy.roles import ACTIONS, RoleDef, check_role
 from authoric.tenancy.service import check_against_tables
 
 DEFAULT_LIMIT, MAX_LIMIT = 100, 1000

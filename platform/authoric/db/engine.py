@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from authoric.changes.capture import SETTING
+from authoric.db.changelog import PLATFORM_WRITE
 from authoric.settings import Settings
 
 # A transaction left idle this long (a client that stalled mid-request, a bug) is ended by
@@ -38,7 +38,7 @@ def session_settings(settings: Settings) -> dict[str, str]:
         "application_name": "authoric",
         # The platform files its own writes in the change log: SQL capture's triggers skip
         # this connection's statements (changes/capture.py).
-        SETTING: "on",
+        PLATFORM_WRITE: "on",
     }
 
 

@@ -61,7 +61,7 @@ app_tables = Table(
     PrimaryKeyConstraint("app_uid", "name"),
 )
 
-# Indexes an app owner defines on a table (catalog/indexes.py). Built with CREATE INDEX
+# Indexes an app owner defines on a table (tables/indexes.py). Built with CREATE INDEX
 # CONCURRENTLY outside any transaction, so the state lives here: `building`, `ready`, or
 # `failed` with `error` (the contract's error object). `builder_pid` is the backend that builds
 # it, so a build whose process died is seen as interrupted by any replica.

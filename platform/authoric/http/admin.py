@@ -8,14 +8,15 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Depends, Request, Response
 
 from authoric.auth.admin import is_admin_token
-from authoric.catalog import apps, definitions
+from authoric.catalog import apps
 from authoric.catalog.apps import AppChange, AppList, AppView, NewApp
-from authoric.catalog.indexes import IndexSpec
 from authoric.catalog.model import TableChange, TableDef
+from authoric.catalog.roles import RoleDef
 from authoric.errors import Unauthenticated
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import Services, services
-from authoric.policy.roles import RoleDef
+from authoric.tables import definitions
+from authoric.tables.indexes import IndexSpec
 from authoric.tenancy import service as tenancy
 from authoric.tenancy.models import Membership, NewOrg, NewUser
 

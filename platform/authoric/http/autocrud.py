@@ -17,12 +17,12 @@ from fastapi.responses import StreamingResponse
 
 from authoric.http.context import services
 from authoric.http.edge import CSV, RESERVED_PARAMS, accepts, table_request
-from authoric.http.lean import LeanRoute
 from authoric.plan.access import Access
 from authoric.plan.request import Operation
 from authoric.plan.runner import ConnectionExecutor
 from authoric.records import csv_import
 from authoric.records.pipeline import admitted, execute
+from authoric.serving.lean import LeanRoute
 from authoric.wire import json_bytes
 
 __all__ = ["RESERVED_PARAMS", "ROW_PATH", "TABLE_PATH", "governed", "router"]

@@ -25,7 +25,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from authoric.auth.principals import FactsCache, bearer, facts_or_refusal, load_facts, matches_app
 from authoric.auth.ratelimit import RateLimiter
 from authoric.auth.tokens import Claims, VerifiedTokens
-from authoric.catalog.indexes import IndexBuilder
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.changes.sequencer import Sequencer
 from authoric.errors import AuthoricError, ServiceUnavailable
@@ -38,6 +37,7 @@ from authoric.realtime.hub import Hub
 from authoric.realtime.source import Source
 from authoric.records.pipeline import InTransaction, execute
 from authoric.settings import Settings
+from authoric.tables.indexes import IndexBuilder
 
 PLAN_ATTEMPTS = 4  # plans per request before giving up on an app whose facts keep moving
 COUNT_FLAG = "AUTHORIC_TEST_COUNT_ROUND_TRIPS"  # tests only: X-Authoric-Round-Trips header

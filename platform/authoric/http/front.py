@@ -39,7 +39,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from authoric.errors import InternalError, PayloadTooLarge
 from authoric.http.admin_audit import AdminAudit
 from authoric.http.cors import AppCors, OriginsOf, add_cors_headers, allowed_origin
-from authoric.http.handoff import handed_over
 from authoric.http.limits import (
     BodyLimit,
     RoundTripHeader,
@@ -57,6 +56,7 @@ from authoric.http.subscribe import BodySend
 from authoric.http.table_route import TableRoutes
 from authoric.observability.metrics import Metrics
 from authoric.plan.runner import round_trips
+from authoric.serving.handoff import handed_over
 
 # The application's middlewares whose work TableEdge does for table requests, and the ones
 # that have nothing to do for them.
@@ -114,7 +114,7 @@ class TableEdge:
 
 class TableFront:
     """Table requests to `edge`; a stream due to another worker to that worker, before anything
-    here has looked at it (http/handoff.py); everything else to `full`."""
+    here has looked at it (serving/handoff.py); everything else to `full`."""
 
     def __init__(self, full: ASGIApp, edge: ASGIApp, tables: TableRoutes, state: State) -> None:
         self.full, self.edge, self.tables, self.state = full, edge, tables, state
@@ -143,7 +143,7 @@ class Front(NamedTuple):
 class Platform(FastAPI):
     """FastAPI, with table requests served by `TableEdge` once `front` is set, streams'
     frames sent past the full stack's middlewares (`BodySend`, http/subscribe.py), and streams
-    due to another worker handed to it (`TableFront`, http/handoff.py)."""
+    due to another worker handed to it (`TableFront`, serving/handoff.py)."""
 
     front: Front | None = None
 

@@ -25,15 +25,15 @@ from authoric.errors import BadRequest, NotAcceptable
 from authoric.http.admin import require_admin
 from authoric.http.autocrud import governed
 from authoric.http.context import services
-from authoric.http.lean import LeanRoute
-from authoric.http.wire import ChunkWriter, chunk_writer, chunked
 from authoric.observability.metrics import FeedTally, Metrics
+from authoric.plan.expand import expansion_tree
 from authoric.plan.request import parse_expand
 from authoric.realtime.hub import Run
 from authoric.realtime.judge import Frame
 from authoric.realtime.stream import NONE_WRITTEN, Stream, StreamRequest
-from authoric.records.expand import expansion_tree
 from authoric.records.gate import admit
+from authoric.serving.lean import LeanRoute
+from authoric.serving.wire import ChunkWriter, chunk_writer, chunked
 
 log = logging.getLogger("authoric.subscribe")
 BODY_SEND = "authoric.body_send"  # the scope's key for the server's own `send`
@@ -216,7 +216,7 @@ class StreamResponse(EventSourceResponse):
     `delivered` latency, and why the server ended the stream.
 
     While the task waits with nothing queued, the hub writes live frames itself
-    (`DirectFrames`, through http/wire.py): the same bytes and tallies, without waking the
+    (`DirectFrames`, through serving/wire.py): the same bytes and tallies, without waking the
     task. A stream then costs the hub a write per frame, not a task switch and a trip through
     the frames generator and the server's `send`."""
 

@@ -169,7 +169,7 @@ class Metrics:
             ["reason"], registry=r)
         self.stream_handoffs = Counter(
             "authoric_sse_stream_handoffs",
-            "subscribe requests due to another worker's slot (http/handoff.py), by outcome "
+            "subscribe requests due to another worker's slot (serving/handoff.py), by outcome "
             "(sent: handed to it; kept: served here, that worker could not take it)",
             ["outcome"], registry=r)
         self.feed_latency = Histogram(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from authoric.catalog.enforcer import granting_roles
 from authoric.catalog.model import ColumnDef
 from authoric.catalog.schema import CompiledTable, field_name
 from authoric.catalog.snapshot import AppSnapshot
@@ -19,7 +20,6 @@ from authoric.openapi.subscribe import (
     subscribe_paths,
     subscribe_schemas,
 )
-from authoric.policy.enforcer import granting_roles
 from authoric.policy.principal import Principal
 
 READ_ACTIONS = ("read_list", "read")

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from authoric.catalog.enforcer import build_enforcer
+from authoric.catalog.roles import RoleDef
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import Forbidden, TableLocked
 from authoric.policy.decision import Decision, decide
-from authoric.policy.enforcer import build_enforcer
 from authoric.policy.principal import Principal
-from authoric.policy.roles import RoleDef
 
 OPERATION_OF = {"read_list": "list", "read": "read", "create": "create", "update": "update",
                 "delete": "delete"}

@@ -21,10 +21,10 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import ColumnElement
 
-from authoric.catalog.indexes import searched_columns
 from authoric.catalog.schema import CompiledTable
-from authoric.changes.log import INSERT
+from authoric.catalog.snapshot import searched_columns
 from authoric.db import tables as t
+from authoric.db.changelog import INSERT
 from authoric.plan.access import Access
 from authoric.plan.binds import Shaped, named
 from authoric.plan.guard import Guard, facts_where_no_row, guarded_select

@@ -97,7 +97,7 @@ def parse_count(raw: str | None) -> str | None:
 
 def parse_expand(raw: str | None) -> ExpandPaths:
     """`?expand=vendor,vendor.country`: reference names, dotted up to two levels. The names
-    are checked against the tables by the plan (records/expand.py); here only the shape."""
+    are checked against the tables by the plan (plan/expand.py); here only the shape."""
     if raw is None:
         return ()
     paths: list[tuple[str, ...]] = []

@@ -26,10 +26,10 @@ from typing import Any
 from sqlalchemy import or_
 from sqlalchemy.sql.elements import ColumnElement
 
+from authoric.catalog.enforcer import granting_roles
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import BadRequest, Forbidden
-from authoric.policy.enforcer import granting_roles
 from authoric.policy.principal import Principal
 from authoric.query.fields import table_fields
 from authoric.query.filters import FilterScope, compile_filter

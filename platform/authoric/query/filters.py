@@ -252,7 +252,7 @@ def _comparison(ref: FieldRef, op: str, raw: Any, scope: FilterScope) -> ColumnE
 def _search(ref: FieldRef, raw: Any, by_index: bool = False) -> ColumnElement[bool]:
     """Full-text search as a person types it (`websearch_to_tsquery`: all words, `-` excludes,
     `"..."` a phrase), case- and accent-insensitive, language-neutral. The expression is the
-    one a `search` index holds (catalog/indexes.py, migration 0006), so such an index serves it.
+    one a `search` index holds (tables/indexes.py, migration 0006), so such an index serves it.
 
     `by_index` (a list page, and the column has a search index) with several words: the
     matching uids are read first, once, by that expression alone

@@ -3,7 +3,7 @@ class at delivery, like the row itself.
 
 A class's key holds its expand paths (and the principal attributes the expanded tables'
 policies use, realtime/classes.py), so every subscriber of a class sees the same expansion and
-it is judged once per class. The walk is REST's (`records.expand.expand_all`); here are its
+it is judged once per class. The walk is REST's (`plan.expand.expand_all`); here are its
 two feed-specific parts: the admit (the same gate as `GET` of the referenced row, for the
 class's principal) and the fetch, which puts every class's read of one referenced table at
 one level into ONE statement (a `UNION ALL` of the plan's `read_many`, one branch per class).
@@ -22,10 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.plan.access import admit
-from authoric.plan.plan import Plan
-from authoric.plan.request import ExpandPaths
-from authoric.policy.principal import Principal
-from authoric.records.expand import (
+from authoric.plan.expand import (
     Admit,
     Branch,
     Expansion,
@@ -33,6 +30,9 @@ from authoric.records.expand import (
     governed_reader,
     paths_tree,
 )
+from authoric.plan.plan import Plan
+from authoric.plan.request import ExpandPaths
+from authoric.policy.principal import Principal
 
 BRANCH = "_expand_branch"  # no column can be named so (names start with a letter)
 

@@ -216,7 +216,7 @@ def _heard_here(view: _AppView, change: Change) -> bool:
     org, or the operator's feed of its table.
 
     A change of another org is nobody's here, so it costs nothing: no pooled connection, no
-    version check, no pass. With streams routed by org (http/handoff.py) that is most changes
+    version check, no pass. With streams routed by org (serving/handoff.py) that is most changes
     in every worker but one. Roles, members and tables are still re-read before any change
     of a stream's own org is judged for it, so a stream learns of a revoked membership or a
     dropped table at the next change it could have received, as before."""

@@ -53,6 +53,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
+from authoric.db.changelog import BULK, DELETE, SCHEMA
 from authoric.errors import AuthoricError
 from authoric.plan.access import operation_enabled
 from authoric.plan.binds import Shaped
@@ -62,7 +63,7 @@ from authoric.plan.runner import StatementCache
 from authoric.policy.decision import Decision
 from authoric.policy.principal import Principal
 from authoric.realtime.expansion import expand_for_classes
-from authoric.realtime.source import BULK, DELETE, RESYNC_REASONS, SCHEMA, Change
+from authoric.realtime.source import RESYNC_REASONS, Change
 from authoric.wire import json_bytes
 
 

@@ -16,8 +16,9 @@ from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.schema import CompiledTable
+from authoric.db.changelog import BULK, DELETE, SCHEMA
 from authoric.realtime.judge import Frame, frame
-from authoric.realtime.source import BULK, DELETE, RESYNC_REASONS, SCHEMA, Change
+from authoric.realtime.source import RESYNC_REASONS, Change
 
 # An event's bytes for the operator: (table, change, the row as it stands with its `org`, or
 # None) -> bytes, or None: not sent.

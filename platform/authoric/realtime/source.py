@@ -22,12 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-INSERT, UPDATE, DELETE, BULK = "insert", "update", "delete", "bulk"
+from authoric.db.changelog import BULK, SCHEMA
+
 # A position as text (a client's Last-Event-ID, a head a NOTIFY names): ASCII digits only, at
 # most 19 (a bigint); "+5", "1_0", "٣" or "²" are not positions, though int() or isdigit() take some.
 POSITION = re.compile(r"[0-9]{1,19}")
-# A table's columns changed (one entry per org): its streams get `resync` `schema_change`.
-SCHEMA = "schema"
 # The entries that stand for many rows, and the `resync` reason each one sends.
 RESYNC_REASONS = {BULK: "bulk_change", SCHEMA: "schema_change"}
 

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import and_, any_, func, literal, select
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from authoric.changes.log import BULK, record_change
+from authoric.db.changelog import BULK, record_change
 from authoric.errors import BadRequest, Forbidden, ValidationFailed
 from authoric.plan.access import Access
 from authoric.plan.plan import Plan

@@ -24,7 +24,7 @@ from uuid6 import uuid7
 
 from authoric.catalog.model import ColumnDef
 from authoric.catalog.types import BadValue, column_type
-from authoric.changes.log import BULK, record_change, record_staged_inserts
+from authoric.db.changelog import BULK, record_change, record_staged_inserts
 from authoric.errors import Forbidden, ServiceUnavailable, ValidationFailed
 from authoric.records.conflicts import shown
 from authoric.records.csv_fast import (

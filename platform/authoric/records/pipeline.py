@@ -36,13 +36,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import BadRequest
 from authoric.plan.access import Access, admit
+from authoric.plan.expand import expand_rows, expansion_tree
 from authoric.plan.request import TableRequest
 from authoric.plan.runner import ConnectionExecutor, Executor
 from authoric.policy.principal import Principal
 from authoric.records import bulk, csv_export, csv_import, reads, writes
 from authoric.records.conflicts import UnexplainedConflict, explain_after_rollback
 from authoric.records.csv_fast import Spool
-from authoric.records.expand import expand_rows, expansion_tree
 from authoric.records.values import bulk_set_values, column_values
 
 Strategy = Literal["statement", "transaction"]

@@ -18,7 +18,7 @@ from sqlalchemy import and_, exists, literal, select
 from uuid6 import uuid7
 
 from authoric.catalog.types import column_type
-from authoric.changes.log import DELETE, UPDATE
+from authoric.db.changelog import DELETE, UPDATE
 from authoric.errors import Forbidden, NotFound
 from authoric.plan.access import Access, reader
 from authoric.plan.plan import Plan, governed_rows

@@ -15,11 +15,11 @@ from authoric.auth.passwords import hash_password
 from authoric.auth.sessions import revoke_sessions
 from authoric.catalog.apps import bump_version, find_app
 from authoric.catalog.names import check_name
+from authoric.catalog.roles import RoleDef, check_role
 from authoric.catalog.snapshot import AppSnapshot, load_snapshot
 from authoric.db import tables as t
 from authoric.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from authoric.plan.listing import parse_limit
-from authoric.policy.roles import RoleDef, check_role
 from authoric.query.fields import table_fields
 from authoric.query.filters import FilterScope, compile_filter
 from authoric.tenancy.models import Membership, NewOrg, NewUser

@@ -223,11 +223,6 @@ async def forget_dropped(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
             await conn.execute(delete(t.table_indexes).where(_where(app_uid, table, row.name)))
 
 
-def searched_columns(rows: list[dict[str, Any]]) -> set[str]:
-    """The columns some search index holds (a type change must not break its expression)."""
-    return {c for r in rows if r["kind"] == "search" for c in r["columns"]}
-
-
 class IndexBuilder:
     """Builds recorded indexes in background tasks on autocommit connections."""
 

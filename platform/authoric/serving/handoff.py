@@ -49,8 +49,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from authoric.auth.principals import bearer
 from authoric.errors import Unauthenticated
-from authoric.http.wire import transport_of
 from authoric.observability.metrics import Metrics
+from authoric.serving.wire import transport_of
 from authoric.settings import Settings
 
 log = logging.getLogger("authoric.handoff")

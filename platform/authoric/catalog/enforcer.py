@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import casbin
 
-from authoric.policy.roles import RoleDef
+from authoric.catalog.roles import RoleDef
 from authoric.shipped import shipped_dir
 
 

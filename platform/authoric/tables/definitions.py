@@ -12,17 +12,17 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from authoric.catalog import indexes, schema_change
 from authoric.catalog.apps import bump_version, find_app
 from authoric.catalog.model import ColumnDef, TableChange, TableDef, check_columns
 from authoric.catalog.names import check_name
 from authoric.catalog.schema import compile_table, physical_column, schema_name
-from authoric.catalog.snapshot import load_snapshot
+from authoric.catalog.snapshot import load_snapshot, searched_columns
 from authoric.catalog.types import column_type
 from authoric.changes.capture import set_capture, sql_name
-from authoric.changes.log import SCHEMA
 from authoric.db import tables as t
+from authoric.db.changelog import SCHEMA
 from authoric.errors import Conflict, NotFound, ValidationFailed
+from authoric.tables import indexes, schema_change
 from authoric.tenancy.service import check_against_tables
 
 # How long a schema change waits for a lock before it gives up (503): the requests that
@@ -57,7 +57,7 @@ async def get_table(conn: AsyncConnection, app_ref: str, name: str) -> dict[str,
     return await table_view(conn, app["uid"], await _definition(conn, app["uid"], name))
 
 
-# Indexes (catalog.indexes builds them; these resolve the app and table of the URL) -----------
+# Indexes (tables.indexes builds them; these resolve the app and table of the URL) -----------
 
 async def put_index(conn: AsyncConnection, app_ref: str, table: str, name: str,
                     spec: indexes.IndexSpec) -> tuple[uuid.UUID, dict[str, Any], bool]:
@@ -199,7 +199,7 @@ async def _alter_columns(conn: AsyncConnection, app_uid: uuid.UUID, definition: 
     names = [a.name for a in change.alter_columns]
     if len(set(names)) != len(names):
         raise ValidationFailed("a column is altered twice", {"columns": names})
-    searched = indexes.searched_columns(
+    searched = searched_columns(
         await indexes.list_indexes(conn, app_uid, definition.name))
     pairs = [(definition.column(a.name), schema_change.altered(definition, a, searched))
              for a in change.alter_columns]

@@ -1,7 +1,8 @@
 """The change log's writes: recording changes in the writer's own transaction (so a rollback
 announces nothing), and keeping the old images of deleted rows readable when their table's
-columns are renamed or retyped. (The single-row writes record theirs inside the write's own
-statement, a CTE the plan builds from `db.tables.changes`; positions are the sequencer's.)"""
+columns are renamed or retyped; and what an entry's `op` may be. (The single-row writes
+record theirs inside the write's own statement, a CTE the plan builds from
+`db.tables.changes`; positions are the sequencer's.)"""
 
 from __future__ import annotations
 
@@ -14,10 +15,15 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.db import tables as t
-from authoric.realtime.source import BULK, DELETE, INSERT, SCHEMA, UPDATE
 
-__all__ = ["BULK", "DELETE", "INSERT", "SCHEMA", "UPDATE", "convert_old_images",
-           "record_change", "record_staged_inserts", "rename_in_old_images"]
+# What a change-log entry records (its `op`): one row inserted, updated or deleted, many rows
+# of one org changed at once (`bulk`), or a table's columns changed (`schema`, one entry per
+# org: its streams get `resync` `schema_change`).
+INSERT, UPDATE, DELETE, BULK = "insert", "update", "delete", "bulk"
+SCHEMA = "schema"
+# On for the platform's own connections (db/engine.py): they file their changes themselves, so
+# the SQL capture trigger (changes/capture.py) returns at once for them.
+PLATFORM_WRITE = "authoric.platform_write"
 
 
 async def record_change(conn: AsyncConnection, *, app_uid: uuid.UUID, table: str, op: str,

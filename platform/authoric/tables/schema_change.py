@@ -1,7 +1,7 @@
 """Schema changes that keep the data: renaming columns, and altering their type, `required`,
 `default`, `unique` or `options`, each checked against the rows before anything is changed.
 
-`catalog.definitions.patch_table` runs them in the admin request's one transaction, so a
+`tables.definitions.patch_table` runs them in the admin request's one transaction, so a
 PATCH applies whole or not at all. What names a column follows a rename in that transaction:
 row policies and redaction of every role, index specs, the display column, the constraint
 names derived from the column, and the old images of deletes in the change log (which the
@@ -20,14 +20,6 @@ from sqlalchemy import MetaData, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.schema import AddConstraint
 
-from authoric.catalog.conversions import (
-    CONVERSIONS,
-    TEXTUAL,
-    conversion_sql,
-    rows_out_of_options,
-    unconvertible_rows,
-)
-from authoric.catalog.indexes import MAX_LISTED_ROWS, SEARCHABLE_TYPES, duplicate_rows
 from authoric.catalog.model import ColumnAlter, ColumnDef, TableDef
 from authoric.catalog.names import check_name
 from authoric.catalog.schema import (
@@ -37,9 +29,17 @@ from authoric.catalog.schema import (
     schema_name,
 )
 from authoric.catalog.types import BadValue, column_type, parse_text
-from authoric.changes.log import convert_old_images, rename_in_old_images
 from authoric.db import tables as t
+from authoric.db.changelog import convert_old_images, rename_in_old_images
 from authoric.errors import Conflict, ValidationFailed
+from authoric.tables.conversions import (
+    CONVERSIONS,
+    TEXTUAL,
+    conversion_sql,
+    rows_out_of_options,
+    unconvertible_rows,
+)
+from authoric.tables.indexes import MAX_LISTED_ROWS, SEARCHABLE_TYPES, duplicate_rows
 
 
 def _q(name: str) -> str:
