@@ -25,11 +25,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.catalog.types import rfc3339
+from authoric.db.changelog import DELETE
 from authoric.plan.request import ExpandPaths, parse_expand
 from authoric.policy.principal import Principal
 from authoric.realtime.judge import Memo, ReadClass, judge_orgs
 from authoric.realtime.operator import judge_for_operator
-from authoric.realtime.source import DELETE, RESYNC_REASONS, Change
+from authoric.realtime.source import RESYNC_REASONS, Change
 from authoric.wire import json_bytes
 
 EXPIRED = "backfill_expired"
