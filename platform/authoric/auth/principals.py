@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from authoric.auth import tokens
 from authoric.catalog.apps import app_where
 from authoric.db import tables as t
-from authoric.errors import NotFound, Unauthenticated
+from authoric.errors import Forbidden, NotFound, Unauthenticated
 from authoric.plan.guard import Facts
 from authoric.policy.principal import Principal
 
@@ -45,9 +45,10 @@ async def authenticate(conn: AsyncConnection, secret: str, header: str | None,
     membership that no longer exists. Roles come from the database, never from the token."""
     claims = tokens.decode(secret, bearer(header), tokens.ACCESS)
     facts = await load_facts(conn, claims, app_ref)
-    assert facts.roles is not None  # load_facts refuses a missing membership
+    assert facts.roles is not None and claims.org_uid is not None  # load_facts refuses both
     principal = Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
-                          facts.roles, claims.expires_at, read_only=claims.read_only)
+                          facts.roles, claims.expires_at, read_only=claims.read_only,
+                          api_key=claims.api_key)
     return Authenticated(principal, facts.version)
 
 
@@ -65,7 +66,7 @@ async def load_facts(conn: AsyncConnection, claims: tokens.Claims, app_ref: str)
     """The current facts for a verified token and the URL's app: 404 for an unknown app,
     401 for a token of another app or a membership that no longer exists (the token's own
     membership: one removed and given back is another)."""
-    m, u = t.members, t.users
+    m, u = t.grantees(), t.users  # members and API keys (section 3b): one loader
     row = (await conn.execute(
         select(t.apps.c.uid, t.apps.c.name, t.apps.c.version, m.c.roles, u.c.email)
         .select_from(t.apps.outerjoin(m, and_(
@@ -78,9 +79,17 @@ async def load_facts(conn: AsyncConnection, claims: tokens.Claims, app_ref: str)
         raise NotFound("no such app", {"app": app_ref})
     if row["uid"] != claims.app_uid:
         raise Unauthenticated("token of another app")
+    if claims.org_uid is None:
+        raise no_org()
     return facts_or_refusal(Facts(row["version"], row["name"],
                                   None if row["roles"] is None else tuple(row["roles"]),
                                   row["email"]))
+
+
+def no_org() -> Forbidden:
+    """The answer to an account token (no org) on a route that acts in an org."""
+    return Forbidden("this token belongs to no org: sign in to an org, or switch to one",
+                     {"reason": "no_org"})
 
 
 def facts_or_refusal(facts: Facts) -> Facts:

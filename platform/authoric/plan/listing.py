@@ -45,8 +45,8 @@ def parse_limit(raw: str | None, default: int = DEFAULT_LIMIT, maximum: int = MA
 
 
 def parse_id_cursor(raw: str | None) -> int | None:
-    """`?after=` of an admin record list (the audit log, a webhook's deliveries): the id of
-    the last record of the previous page, ASCII digits only."""
+    """The `after` cursor of a list ordered by a bigint id (the id of the previous page's
+    last entry): ASCII digits only; 400 for anything else."""
     if raw is None:
         return None
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:

@@ -359,3 +359,7 @@ class Tee:
     async def dispatch(self, changes: Sequence[Change], read_at: float) -> None:
         self.webhooks.heard(changes)
         await self.hub.dispatch(changes, read_at)
+
+    async def policy_changed(self, app_uids: set[uuid.UUID] | None) -> None:
+        # Webhooks judge each batch on the app's version read with it: nothing to re-read.
+        await self.hub.policy_changed(app_uids)

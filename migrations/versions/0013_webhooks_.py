@@ -1,15 +1,15 @@
 """webhooks: each webhook with its cursor in the change log and its lease, and its deliveries
 
-Revision ID: 0013
-Revises: 0009
+Revision ID: 0013_webhooks
+Revises: 0012_tenancy (re-chained after main landed 0011 and 0012 on 0009)
 Create Date: 2026-12-07
 """
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0013"
-down_revision = "0009"
+revision = "0013_webhooks"
+down_revision = "0012_tenancy"
 branch_labels = None
 depends_on = None
 
