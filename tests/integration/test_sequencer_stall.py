@@ -114,12 +114,18 @@ async def test_a_frozen_leader_is_ended_and_replaced_by_a_follower_within_second
             await asyncio.sleep(0.05)
         took = time.monotonic() - frozen_at
         print(f"frozen leader replaced after {took:.2f} s")
-        assert other.leader and other.unseated == 1
+        # (>= 1: a second look 50 ms later may find the ended backend still shutting down.)
+        assert other.leader and other.unseated >= 1
         # Before PostgreSQL's idle limit or our stall bound could have acted: the takeover did.
         assert took < STALL
-        gone = await writer.fetchval("SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
-                                     holder)
-        assert gone == 0  # the frozen session was ended, its lock with it
+        async def ended() -> bool:
+            return not await writer.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", holder)
+
+        deadline = time.monotonic() + WIDE
+        while not await ended():  # the frozen session was ended, its lock with it
+            assert time.monotonic() < deadline, "the frozen leader's session lives on"
+            await asyncio.sleep(0.05)
     finally:
         await frozen.stop()
         await other.stop()
