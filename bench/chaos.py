@@ -69,7 +69,7 @@ from tests.servers import ServerProcess, start_server
 from tests.sse import fresh_database
 
 from authoric.db.embedded import pgserver_module
-from bench.fanout import SseClient, subscribe_request
+from bench.sse_clients import SseClient, subscribe_request
 
 CHANNEL = b"authoric_changes"  # the relay's LISTEN (changes/sequencer.py)
 LEADING = b"authoric_pending"  # the sequencer's LISTEN, once it has taken the lead

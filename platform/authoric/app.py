@@ -6,6 +6,7 @@ import asyncio
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -164,3 +165,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 def app_from_env() -> FastAPI:
     """Factory for `uvicorn --factory` (used by `authoric serve --workers N`)."""
     return create_app(Settings())
+
+
+def platform_document() -> dict[str, Any]:
+    """The platform's OpenAPI document (`GET /openapi.json`), built without starting anything:
+    no database, no secrets read (the ones given are placeholders never used)."""
+    placeholder = Settings(database_url="postgresql://unused@localhost/unused",
+                           admin_token="x" * 32, jwt_secret="x" * 32)
+    return create_app(placeholder).openapi()

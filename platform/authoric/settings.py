@@ -78,8 +78,9 @@ class Settings(BaseSettings):
     # seconds between the sender's looks at the outbox for mail committed by other processes
     mail_poll_interval: float = Field(default=2.0, gt=0)
     # the address people open the server at (https://auth.example.com): links in mail to the
-    # server's own pages start with it. Unset: the address each request was made to, which a
-    # client chooses with its Host header; set it wherever the server is reachable by others.
+    # server's own pages start with it, and `authoric serve` prints it. Unset: the address
+    # each request was made to, which a client chooses with its Host header; set it wherever
+    # the server is reachable by others.
     public_url: str | None = None
 
     # `authoric serve` processes; unset: one per core, at most 3

@@ -10,7 +10,14 @@ export { AuthoricError } from "./errors.js";
 export type { Subscription, StreamOptions } from "./stream.js";
 export type { ChangeEvent, Expanded, Filter, ListQuery, Page, Status, UntypedRow } from "./types.js";
 
-export type ColumnType = "text" | "integer" | "numeric" | "boolean" | "timestamp" | "date" | "uuid" | "json" | "reference" | "select";
+// The request bodies (and the answers the platform document declares) are generated from the
+// platform OpenAPI document (scripts/admin-types); the answers it does not declare yet are
+// written below by hand.
+import type {
+  AppChange, ColumnType, ColumnTypes, ImpersonationRequest, IndexSpec, Member, Membership, MemberSet, NewApp, NewOrg,
+  NewTable, NewUser, Org, PreviewRequest, RoleBody, TableChange, User,
+} from "./admin.generated.js";
+export type * from "./admin.generated.js";
 
 export interface ColumnDef {
   name: string;
@@ -50,26 +57,6 @@ export interface TableDef {
   indexes?: IndexDef[];
 }
 
-export interface NewTable {
-  name: string;
-  columns: ColumnDef[];
-  operations?: Partial<Operations>;
-  softDelete?: boolean;
-  captureSqlWrites?: boolean;
-  displayColumn?: string | null;
-}
-
-/** One schema change (one transaction): any of these at once. */
-export interface TableChange {
-  operations?: Partial<Operations>;
-  addColumns?: ColumnDef[];
-  dropColumns?: string[];
-  renameColumns?: Record<string, string>;
-  alterColumns?: (Partial<Omit<ColumnDef, "references">> & { name: string })[];
-  displayColumn?: string | null;
-  captureSqlWrites?: boolean;
-}
-
 export interface AppSettings {
   accessTokenTtl: number;
   refreshTokenTtl: number;
@@ -84,24 +71,6 @@ export interface AppInfo {
   settings: AppSettings;
 }
 
-export interface Org {
-  uid: string;
-  name: string;
-}
-
-export interface User {
-  uid: string;
-  email: string;
-}
-
-export interface Member {
-  org: string;
-  user: string;
-  email: string;
-  roles: string[];
-  joinedAt?: string;
-}
-
 export interface Invitation { uid: string; email: string; roles: string[]; invitedBy: string | null; expiresAt: string }
 export interface ApiKey {
   uid: string; name: string; org: string; roles: string[];
@@ -114,12 +83,6 @@ export type AuditActor =
   | { kind: "operator" }
   | { kind: "member"; user: string; org: string }
   | { kind: "key"; key: string; org: string };
-
-export interface Membership {
-  org: string;
-  orgName: string;
-  roles: string[];
-}
 
 export interface Role {
   permissions: string[];
@@ -284,7 +247,7 @@ export class AppAdmin {
     return this.get("");
   }
 
-  update(change: { settings: Partial<AppSettings> }): Promise<AppInfo> {
+  update(change: AppChange): Promise<AppInfo> {
     return this.write("PATCH", "", change);
   }
 
@@ -305,14 +268,14 @@ export class AppAdmin {
     list: (table: string) => this.get<Items<IndexDef>>(`/tables/${seg(table)}/indexes`),
     get: (table: string, name: string) => this.get<IndexDef>(`/tables/${seg(table)}/indexes/${seg(name)}`),
     /** Starts building (202, `state: "building"`); poll `get` for `ready` or `failed`. */
-    put: (table: string, name: string, body: { columns: string[]; unique?: boolean; kind?: "btree" | "search" }) =>
+    put: (table: string, name: string, body: IndexSpec) =>
       this.write<IndexDef>("PUT", `/tables/${seg(table)}/indexes/${seg(name)}`, body),
     delete: (table: string, name: string) => this.write<void>("DELETE", `/tables/${seg(table)}/indexes/${seg(name)}`),
   };
 
   readonly orgs = {
     list: () => this.get<Items<Org>>("/orgs"),
-    create: (org: { name: string }) => this.write<Org>("POST", "/orgs", org),
+    create: (org: NewOrg) => this.write<Org>("POST", "/orgs", org),
     delete: (org: string) => this.write<void>("DELETE", `/orgs/${seg(org)}`),
     members: (org: string, page: { limit?: number; after?: string | null } = {}) =>
       this.get<Paged<Member>>(`/orgs/${seg(org)}/members`, page),
@@ -320,14 +283,14 @@ export class AppAdmin {
 
   readonly users = {
     list: () => this.get<Items<User>>("/users"),
-    create: (user: { email: string; password: string }) => this.write<User>("POST", "/users", user),
+    create: (user: NewUser) => this.write<User>("POST", "/users", user),
     delete: (user: string) => this.write<void>("DELETE", `/users/${seg(user)}`),
     memberships: (user: string) => this.get<Items<Membership>>(`/users/${seg(user)}/memberships`),
   };
 
   readonly members = {
     set: (org: string, user: string, roles: string[]) =>
-      this.write<{ org: string; user: string; roles: string[] }>("PUT", `/orgs/${seg(org)}/members/${seg(user)}`, { roles }),
+      this.write<MemberSet>("PUT", `/orgs/${seg(org)}/members/${seg(user)}`, { roles }),
     remove: (org: string, user: string) => this.write<void>("DELETE", `/orgs/${seg(org)}/members/${seg(user)}`),
   };
 
@@ -350,10 +313,10 @@ export class AppAdmin {
   readonly roles = {
     list: () => this.get<Items<Role & { name: string }>>("/roles"),
     get: (role: string) => this.get<Role>(`/roles/${seg(role)}`),
-    put: (role: string, body: Partial<Role> & { permissions: string[] }) => this.write<Role>("PUT", `/roles/${seg(role)}`, body),
+    put: (role: string, body: RoleBody) => this.write<Role>("PUT", `/roles/${seg(role)}`, body),
     delete: (role: string) => this.write<void>("DELETE", `/roles/${seg(role)}`),
     /** A dry run: what a member would see with the role as saved and as drafted. */
-    preview: (role: string, body: { draft: Partial<Role>; user: string; org: string; table: string; limit?: number }) =>
+    preview: (role: string, body: PreviewRequest) =>
       this.write<Preview>("POST", `/roles/${seg(role)}/preview`, body),
   };
 
@@ -375,7 +338,7 @@ export class AppAdmin {
   };
 
   /** A read-only access token for a member ("view as"); `ttl` at most 900 s. */
-  impersonate(body: { user: string; org: string; ttl?: number }): Promise<AccessToken> {
+  impersonate(body: ImpersonationRequest): Promise<AccessToken> {
     return this.write("POST", "/impersonate", body);
   }
 
@@ -406,11 +369,16 @@ export class AdminClient {
     this.http.tokens = fixedToken(opts.token);
   }
 
+  /** The column types and conversions the server makes (the console reads them from here). */
+  columnTypes(): Promise<ColumnTypes> {
+    return this.http.json<ColumnTypes>("GET", "/admin/column-types");
+  }
+
   readonly apps = {
     list: () => this.http.json<Items<AppInfo>>("GET", "/admin/apps"),
     get: (app: string) => this.app(app).info(),
-    create: (app: { name: string }) => this.http.json<AppInfo>("POST", "/admin/apps", { json: app }),
-    update: (app: string, change: { settings: Partial<AppSettings> }) => this.app(app).update(change),
+    create: (app: NewApp) => this.http.json<AppInfo>("POST", "/admin/apps", { json: app }),
+    update: (app: string, change: AppChange) => this.app(app).update(change),
     delete: (app: string) => this.app(app).delete(),
   };
 
