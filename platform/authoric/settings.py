@@ -47,6 +47,8 @@ class Settings(BaseSettings):
     trusted_proxies: str = ""
     # TESTS ONLY: a file holding seconds to add to the clock for token expiry
     test_clock_file: Path | None = None
+    # TESTS ONLY: hash passwords with Argon2id at its minimum cost (auth/passwords.py)
+    test_cheap_password_hashing: bool = False
     # seconds between keep-alive comments on an idle subscribe stream
     sse_ping_interval: float = Field(default=25.0, gt=0)
     sse_replay_limit: int = 1000
@@ -96,6 +98,13 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"
     # a bearer token for GET /metrics only (the admin token is always accepted)
     metrics_token: str | None = None
+
+    # webhooks (contract section 8): deliver to loopback, private, link-local and unspecified
+    # addresses too (`true` only where the receivers are on a private network, or in tests)
+    webhook_allow_private: bool = False
+    # seconds: the backoff ceiling after a webhook's first failure, doubling up to the maximum
+    webhook_retry_base: float = Field(default=5.0, gt=0)
+    webhook_retry_max: float = Field(default=3600.0, gt=0)
 
     def secret_file(self, name: str) -> Path:
         return self.data_dir / name

@@ -161,7 +161,8 @@ def test_the_platform_document_declares_the_settings_an_app_takes_allowed_origin
     settings = _body_schema(platform_doc, "patch", "/admin/apps/{app}")["properties"]["settings"]
     assert set(settings["properties"]) == {
         "accessTokenTtl", "refreshTokenTtl", "allowedOrigins", "signUp", "emailVerification",
-        "orgCreation", "orgOwnerRoles", "passwordMinLength", "links", "mailFrom", "mailTemplates"}
+        "orgCreation", "orgOwnerRoles", "passwordMinLength", "links", "mailFrom", "mailTemplates",
+        "webhookRetryHours"}
     origins = settings["properties"]["allowedOrigins"]
     assert origins["type"] == "array" and "pattern" in origins["items"]
     # The answer of the app routes is declared too, settings included.

@@ -31,6 +31,7 @@ export interface AppSettings {
   links?: Links;
   mailFrom?: string | null;
   mailTemplates?: Record<"verify" | "reset" | "taken" | "invite", MailTemplate>;
+  webhookRetryHours?: number;
 }
 
 /** An app as the admin routes answer it (documents the answer in the platform document). */
@@ -65,6 +66,20 @@ export interface NewColumn {
 export interface ColumnTypes {
   types: ColumnType[];
   conversions: Record<ColumnType, ColumnType[]>;
+}
+
+export interface Delivery {
+  position: string;
+  attempt: number;
+  at: string;
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface DeliveryList {
+  items: Delivery[];
+  next: string | null;
 }
 
 /** `POST /{app}/auth/verify/resend` and `POST /{app}/auth/password/forgot`. */
@@ -187,6 +202,16 @@ export interface NewUser {
   password: string;
 }
 
+/** `POST /admin/apps/{app}/webhooks`. */
+export interface NewWebhook {
+  url: string;
+  tables: string[];
+  ops?: ("insert" | "update" | "delete")[];
+  org?: string | null;
+  role?: string | null;
+  expand?: string[];
+}
+
 export interface NewOperations {
   list?: boolean;
   read?: boolean;
@@ -235,6 +260,11 @@ export interface PreviewRequest {
   limit?: number;
 }
 
+/** `POST .../webhooks/{uid}/replay`: send again from this position (included). */
+export interface Replay {
+  from: string;
+}
+
 /** A role as stored, and the body of `PUT /admin/apps/{app}/roles/{role}`. */
 export interface RoleBody {
   permissions?: string[];
@@ -256,6 +286,7 @@ export interface SettingsChange {
   links?: Links;
   mailFrom?: string | null;
   mailTemplates?: Record<"verify" | "reset" | "taken" | "invite", MailTemplate>;
+  webhookRetryHours?: number;
 }
 
 /** `POST /{app}/auth/signup`. */
@@ -290,6 +321,13 @@ export interface NewTable {
   displayColumn?: string | null;
 }
 
+/** What the receiver answered a test delivery. */
+export interface TestSend {
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
 export interface UserList {
   items: User[];
 }
@@ -299,4 +337,52 @@ export interface User {
   uid: string;
   email: string;
   emailVerified?: boolean | null;
+}
+
+/** `PATCH .../webhooks/{uid}`: what it leaves out keeps its value. */
+export interface WebhookChange {
+  url?: string | null;
+  tables?: string[] | null;
+  ops?: ("insert" | "update" | "delete")[] | null;
+  role?: string | null;
+  expand?: string[] | null;
+  status?: "active" | "paused" | null;
+}
+
+export interface WebhookList {
+  items: WebhookView[];
+}
+
+export interface WebhookView {
+  uid: string;
+  url: string;
+  tables: string[];
+  ops: ("insert" | "update" | "delete")[];
+  org: string | null;
+  role: string | null;
+  expand: string[];
+  status: "active" | "paused" | "failing";
+  position: string;
+  attempt: number;
+  failingSince: string | null;
+  nextAttemptAt: string | null;
+  createdAt: string;
+}
+
+/** A webhook as created, or after its secret was rotated: the only answers with it. */
+export interface WebhookWithSecret {
+  uid: string;
+  url: string;
+  tables: string[];
+  ops: ("insert" | "update" | "delete")[];
+  org: string | null;
+  role: string | null;
+  expand: string[];
+  status: "active" | "paused" | "failing";
+  position: string;
+  attempt: number;
+  failingSince: string | null;
+  nextAttemptAt: string | null;
+  createdAt: string;
+  secret: string;
 }

@@ -125,6 +125,44 @@ export interface AuditEntry {
   actor?: AuditActor;
 }
 
+/** A webhook (contract section 8); `secret` only in the answers of create and rotate. */
+export interface Webhook {
+  uid: string;
+  url: string;
+  tables: string[];
+  ops: ("insert" | "update" | "delete")[];
+  org: string | null;
+  role: string | null;
+  expand: string[];
+  status: "active" | "paused" | "failing";
+  /** The last position delivered (or judged not visible). */
+  position: string;
+  attempt: number;
+  failingSince: string | null;
+  nextAttemptAt: string | null;
+  createdAt: string;
+  secret?: string;
+}
+
+export interface NewWebhook {
+  url: string;
+  tables: string[];
+  ops?: ("insert" | "update" | "delete")[];
+  org?: string | null;
+  role?: string | null;
+  expand?: string[];
+}
+
+export interface WebhookDelivery {
+  position: string;
+  attempt: number;
+  at: string;
+  /** The receiver's HTTP status; null when none came (refused, unreachable, timed out). */
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
 export interface Items<T> {
   items: T[];
 }
@@ -280,6 +318,23 @@ export class AppAdmin {
     /** A dry run: what a member would see with the role as saved and as drafted. */
     preview: (role: string, body: PreviewRequest) =>
       this.write<Preview>("POST", `/roles/${seg(role)}/preview`, body),
+  };
+
+  readonly webhooks = {
+    list: () => this.get<Items<Webhook>>("/webhooks"),
+    get: (uid: string) => this.get<Webhook>(`/webhooks/${seg(uid)}`),
+    create: (hook: NewWebhook) => this.write<Webhook & { secret: string }>("POST", "/webhooks", hook),
+    update: (uid: string, change: Partial<Omit<NewWebhook, "org">> & { status?: "active" | "paused" }) =>
+      this.write<Webhook>("PATCH", `/webhooks/${seg(uid)}`, change),
+    delete: (uid: string) => this.write<void>("DELETE", `/webhooks/${seg(uid)}`),
+    rotateSecret: (uid: string) => this.write<Webhook & { secret: string }>("POST", `/webhooks/${seg(uid)}/secret`),
+    deliveries: (uid: string, page: { limit?: number; after?: string | null } = {}) =>
+      this.get<Paged<WebhookDelivery>>(`/webhooks/${seg(uid)}/deliveries`, page),
+    /** One signed `{"type": "test"}` delivery, outside the change log: what the receiver answered. */
+    test: (uid: string) =>
+      this.write<{ status: number | null; error: string | null; durationMs: number }>("POST", `/webhooks/${seg(uid)}/test`),
+    /** Send again from `from` (a position, included). */
+    replay: (uid: string, from: string) => this.write<Webhook>("POST", `/webhooks/${seg(uid)}/replay`, { from }),
   };
 
   /** A read-only access token for a member ("view as"); `ttl` at most 900 s. */

@@ -5,6 +5,7 @@ import type { ColumnDef, TableDef as LibTableDef } from '@authoric/client/admin'
 
 export type {
   AppInfo as App, AppSettings, AuditEntry, ColumnType, IndexDef as Index, Member, Membership, Org, Preview, Role, User,
+  Webhook, WebhookDelivery,
 } from '@authoric/client/admin';
 
 export type Column = ColumnDef;
