@@ -12,14 +12,14 @@ Existing search indexes are rebuilt here: they held the unbounded expression, an
 shape was not org-led.
 
 Revision ID: 0010_sec
-Revises: 0012_tenancy
+Revises: 0013_webhooks
 Create Date: 2026-12-07
 """
 from alembic import op
 from sqlalchemy import text
 
 revision = "0010_sec"
-down_revision = "0012_tenancy"  # main's head when merged; the lead re-chains
+down_revision = "0013_webhooks"  # main's head when merged; the lead re-chains
 branch_labels = None
 depends_on = None
 
