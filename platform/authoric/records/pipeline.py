@@ -34,9 +34,10 @@ from typing import Any, Literal, Protocol
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.catalog.snapshot import AppSnapshot
-from authoric.errors import BadRequest
+from authoric.errors import BadRequest, InternalError
 from authoric.plan.access import Access, admit
-from authoric.plan.expand import expand_rows, expansion_tree
+from authoric.plan.expand import expand_rows, expansion_tree, unexpanded
+from authoric.plan.guard import Guard, StaleFacts
 from authoric.plan.request import TableRequest
 from authoric.plan.runner import ConnectionExecutor, Executor
 from authoric.policy.principal import Principal
@@ -74,6 +75,9 @@ class InTransaction:
     engine: AsyncEngine
     principal: Principal
     snapshot: AppSnapshot
+    # The facts read in the transaction, for a statement run outside it (CSV export reads
+    # on its own connection after this one committed): None for the operator and the SDK.
+    guard: Guard | None = None
 
     at_once = False
 
@@ -148,8 +152,16 @@ async def _answer(caller: Caller, request: TableRequest,
     if tree:
         shown = result["items"] if request.operation == "list" else [result]
         # A writer who may not read the row gets {"uid"} alone: nothing to expand.
-        await expand_rows(caller, access.snapshot, access.table,
-                          [r for r in shown if len(r) > 1], tree)
+        readable = [r for r in shown if len(r) > 1]
+        try:
+            await expand_rows(caller, access.snapshot, access.table, readable, tree)
+        except (StaleFacts, InternalError):
+            if not request.writes:
+                raise  # a read is planned again (http/context.py), whole
+            # The write is done and must not run twice: its expansions, planned for a catalog
+            # that has since moved (the guard failed, or the statement on a renamed column),
+            # are left null (fail closed) rather than read.
+            unexpanded(readable, tree)
     if count == "exact":
         result["total"] = await reads.count_rows(caller.ex, access, request.filter.get())
     elif count == "estimate":  # the operator's, whose caller is always in a transaction
@@ -165,12 +177,18 @@ async def _run(caller: Caller, access: Access, request: TableRequest,
     op = request.operation
     if strategy(access, request, caller.at_once) == "statement":
         return await _at_once(caller, access, request)
+    if op == "export":
+        async with caller.transaction() as tx:
+            current = tx.admit(request.table, request.action) if tx is not caller else access
+            statement = csv_export.export_statement(current, request.filter.get(),
+                                                    request.page.get().order, tx.guard)
+            rows = csv_export.export_csv(tx.engine, current, statement, tx.guard)
+        # The first rows are read before the response starts, outside the transaction: a
+        # catalog that moved since planning is found there (StaleFacts, planned again),
+        # never halfway through a body.
+        return await csv_export.primed(rows)
     async with caller.transaction() as tx:
         current = tx.admit(request.table, request.action) if tx is not caller else access
-        if op == "export":
-            statement = csv_export.export_statement(current, request.filter.get(),
-                                                    request.page.get().order)
-            return csv_export.export_csv(tx.engine, current, statement)
         if op == "import":
             assert chunks is not None, "an import needs its body"
             return {"inserted": await csv_import.import_csv(tx.conn, current, chunks)}
