@@ -19,7 +19,7 @@ from alembic import op
 from sqlalchemy import text
 
 revision = "0010_sec"
-down_revision = "0013_webhooks"  # main's head when merged; the lead re-chains
+down_revision = "0013_webhooks"  # the chain: 0009, 0011 accounts, 0012 tenancy, 0013 webhooks, this
 branch_labels = None
 depends_on = None
 

@@ -24,7 +24,7 @@ from authoric.accounts.orgs import create_member_org
 from authoric.auth.ratelimit import MAIL
 from authoric.catalog.apps import find_app
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
-from authoric.http.context import Services, services
+from authoric.http.context import Services, services, signed_bearer
 from authoric.http.sessions import throttle
 from authoric.mail.postbox import Postbox
 
@@ -109,7 +109,7 @@ async def reset(request: Request, app: str, body: PasswordResetBody) -> dict[str
             return await service.reset_password(conn, await find_app(conn, app), body)
 
 
-@router.post("/{app}/auth/password", status_code=204)
+@router.post("/{app}/auth/password", status_code=204, dependencies=[Depends(signed_bearer)])
 async def change_password(request: Request, app: str, body: PasswordChangeBody) -> Response:
     svc = services(request)
     async with svc.password_work, svc.tx() as conn:
@@ -126,7 +126,7 @@ async def me(request: Request, app: str) -> dict[str, Any]:
         return await service.me(conn, caller)
 
 
-@router.post("/{app}/auth/switch")
+@router.post("/{app}/auth/switch", dependencies=[Depends(signed_bearer)])
 async def switch(request: Request, app: str, body: SwitchOrgBody) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:
@@ -152,7 +152,7 @@ async def end_session(request: Request, app: str, session: str) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/{app}/orgs", status_code=201)
+@router.post("/{app}/orgs", status_code=201, dependencies=[Depends(signed_bearer)])
 async def create_org(request: Request, app: str, body: NewMemberOrgBody) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:
