@@ -180,6 +180,7 @@ class Session:
         what it writes. Tables live in schema `app_<app uid hex>`."""
         async with self.sdk.engine.begin() as conn:
             # A direct SQL write: not filed by the platform, so capture must not skip it.
-            await conn.execute(text(f"SELECT set_config('{PLATFORM_WRITE}', 'off', true)"))
+            await conn.execute(text("SELECT set_config(:name, 'off', true)"),
+                               {"name": PLATFORM_WRITE})
             result = await conn.execute(text(statement), params or {})
             return list(result.mappings()) if result.returns_rows else []
