@@ -111,12 +111,12 @@ def _uid_default() -> str:
 
 
 def cell_cast(column: ColumnDef) -> str:
-    return column_type(column.type).csv_cast(quoted("s", column.name))
+    return column_type(column.type).csv_cast(f"s.{quoted(column.name)}")
 
 
 def _suspicious(column: ColumnDef) -> str:
     """SQL that is true for a value PostgreSQL would cast but our rules refuse."""
-    ref = quoted("s", column.name)
+    ref = f"s.{quoted(column.name)}"
     # Fields longer than the careful parser takes (csv's field limit) get its verdict too.
     checks = [f"length({ref}) > {csv.field_size_limit()}"]
     if column.required:

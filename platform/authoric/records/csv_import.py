@@ -333,7 +333,7 @@ async def _insert(conn: AsyncConnection, access: Access, columns: list[ColumnDef
     if not count:
         return
     await conn.execute(*insert_from_stage(access, columns,
-                                          [quoted("s", c.name) for c in columns], STAGE, "line"))
+                                          [f"s.{quoted(c.name)}" for c in columns], STAGE, "line"))
     await record_import(conn, access, count, STAGE, "line")
 
 
