@@ -56,6 +56,8 @@ def start_server(database_url: str, data_dir: Path, port: int | None = None,
         "AUTHORIC_TOKEN_RATE_LIMIT": "1000",
         "AUTHORIC_WORKERS": "1",  # one process unless a test asks for more: per-process state
         "AUTHORIC_LOGIN_ACCOUNT_LIMIT": "1000",
+        "AUTHORIC_MAIL_RATE_LIMIT": "1000",
+        "AUTHORIC_MAIL_ACCOUNT_LIMIT": "1000",
         **extra_env,
     }
     log_path = data_dir / f"server-{port}.log"

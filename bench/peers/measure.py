@@ -147,7 +147,9 @@ def measure_slice(cell: Cell, target: Target, peer: Target, settings: Settings) 
     wall, machine = time.perf_counter() - wall_before, machine_busy_seconds() - machine_before
     after = (target.cpu(), peer.cpu())
     server, postgres = target.used(before[0], after[0])
-    return Slice(result, wall, server, postgres, sum(peer.used(before[1], after[1])), machine)
+    # Two ways into one server (a token and an API key): the peer is this very server.
+    idle_peer = 0.0 if peer.server_pid == target.server_pid else sum(peer.used(before[1], after[1]))
+    return Slice(result, wall, server, postgres, idle_peer, machine)
 
 
 def measure_cells(targets: list[Target], routes: list[str], concurrencies: list[int],

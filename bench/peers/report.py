@@ -17,29 +17,30 @@ def _errors(cell: Cell) -> str:
     return ", ".join(f"{k}: {v}" for k, v in sorted(cell.errors.items()))
 
 
-def figures_table(cells: list[Cell]) -> str:
-    """One row per (route, concurrency): req/s, p50/p99, CPU ms/req of both, and ratios."""
+def figures_table(cells: list[Cell], ours: str = OURS, base: str = THEIRS) -> str:
+    """One row per (route, concurrency): req/s, p50/p99, CPU ms/req of both, and the ratios
+    `ours`/`base` (Authoric/PocketBase; or an API key's requests against a token's)."""
     by_key = {(c.route, c.concurrency, c.system): c for c in cells}
     lines = [
-        f"| route | conc | {THEIRS} req/s | {OURS} req/s | req/s {OURS}/{THEIRS} "
-        f"| {THEIRS} p50 / p99 ms | {OURS} p50 / p99 ms | {THEIRS} CPU ms/req "
-        f"| {OURS} CPU ms/req | CPU {OURS}/{THEIRS} | errors |",
+        f"| route | conc | {base} req/s | {ours} req/s | req/s {ours}/{base} "
+        f"| {base} p50 / p99 ms | {ours} p50 / p99 ms | {base} CPU ms/req "
+        f"| {ours} CPU ms/req | CPU {ours}/{base} | errors |",
         "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
-    for (route, conc, system), theirs in by_key.items():
-        if system != THEIRS:
+    for (route, conc, system), b in by_key.items():
+        if system != base:
             continue
-        ours = by_key[(route, conc, OURS)]
-        errors = "; ".join(f"**{c.system}: {_errors(c)}**" for c in (theirs, ours) if c.errors)
+        o = by_key[(route, conc, ours)]
+        errors = "; ".join(f"**{c.system}: {_errors(c)}**" for c in (b, o) if c.errors)
         lines.append(
-            f"| {ROUTE_NAMES[route]} | {conc} | {theirs.rps:,.0f} | {ours.rps:,.0f} | "
-            f"{_ratio(ours.rps, theirs.rps)} | {theirs.p50:.1f} / {theirs.p99:.1f} | "
-            f"{ours.p50:.1f} / {ours.p99:.1f} | {theirs.cpu_ms:.2f} | {ours.cpu_ms:.2f} | "
-            f"{_ratio(ours.cpu_ms, theirs.cpu_ms)} | {errors or 'none'} |")
+            f"| {ROUTE_NAMES[route]} | {conc} | {b.rps:,.0f} | {o.rps:,.0f} | "
+            f"{_ratio(o.rps, b.rps)} | {b.p50:.1f} / {b.p99:.1f} | "
+            f"{o.p50:.1f} / {o.p99:.1f} | {b.cpu_ms:.2f} | {o.cpu_ms:.2f} | "
+            f"{_ratio(o.cpu_ms, b.cpu_ms)} | {errors or 'none'} |")
     return "\n".join(lines)
 
 
-def cpu_table(cells: list[Cell]) -> str:
+def cpu_table(cells: list[Cell], with_postgres: tuple[str, ...] = (OURS,)) -> str:
     """Where the CPU went during each system's slices, in % of one core."""
     lines = [
         "| route | conc | system | server | PostgreSQL | the other system (idle) | wrk "
@@ -48,7 +49,7 @@ def cpu_table(cells: list[Cell]) -> str:
     ]
     for c in cells:
         idle = max(0.0, cores() * 100 - c.share(c.machine_cpu))
-        postgres = f"{c.share(c.postgres_cpu):.0f}%" if c.system == OURS else "-"
+        postgres = f"{c.share(c.postgres_cpu):.0f}%" if c.system in with_postgres else "-"
         lines.append(
             f"| {ROUTE_NAMES[c.route]} | {c.concurrency} | {c.system} | "
             f"{c.share(c.server_cpu):.0f}% | {postgres} | {c.share(c.peer_cpu):.0f}% | "

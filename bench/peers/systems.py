@@ -26,7 +26,7 @@ import subprocess
 import sysconfig
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,7 @@ class Target:
     server_pid: int
     postgres: PostgresCpu | None = None
     notes: list[str] = field(default_factory=list)
+    api_key: str | None = None  # Authoric's: a key of the first org with the member's role
 
     def cpu(self) -> CpuReading:
         return CpuReading(tree_cpu_seconds(self.server_pid),
@@ -129,8 +130,10 @@ def authoric_target(server: Server, db: Database) -> Target:
     rows_path = f"/{app}/autocrud/{TABLE}"
     members: dict[str, httpx.Client] = {}
     uids: dict[str, list[str]] = {}
+    member_orgs: dict[str, str] = {}
     for org_name in ORGS:
         org = ok(admin.post(f"{base}/orgs", json={"name": org_name}))["uid"]
+        member_orgs[org_name] = org
         email, password = f"{org_name}@bench.test", secrets.token_urlsafe(12)
         user = ok(admin.post(f"{base}/users", json={"email": email, "password": password}))
         ok(admin.put(f"{base}/orgs/{org}/members/{user['uid']}", json={"roles": ["member"]}))
@@ -150,6 +153,13 @@ def authoric_target(server: Server, db: Database) -> Target:
     check(member.get(f"{rows_path}/{uids[theirs][0]}").status_code == 404,
           f"Authoric: {mine}'s member can read a row of {theirs}")
     headers = {"Authorization": member.headers["Authorization"]}
+    key = ok(httpx.post(f"{server.url}{base}/orgs/{member_orgs[mine]}/keys", timeout=60,
+                        headers={"Authorization": f"Bearer {server.admin_token}"},
+                        json={"name": "bench", "roles": ["member"]}))["key"]
+    as_key = httpx.get(f"{server.url}{rows_path}", params={"limit": 1000}, timeout=60,
+                       headers={"Authorization": f"Bearer {key}"})
+    check(sorted(r["uid"] for r in ok(as_key)["items"]) == sorted(uids[mine]),
+          f"Authoric: {mine}'s API key does not list exactly its org's rows")
     for client in members.values():
         client.close()
     return Target(
@@ -159,7 +169,15 @@ def authoric_target(server: Server, db: Database) -> Target:
             "read": [Request("GET", f"{rows_path}/{uid}") for uid in uids[mine]],
             "list": [Request("GET", f"{rows_path}?limit={LIST_SIZE}")],
             "create": [Request("POST", rows_path, body) for body in bodies(row)],
-        })
+        },
+        api_key=key)
+
+
+def api_key_target(token: Target) -> Target:
+    """The same server, app and member rows, asked with the org's API key instead of the
+    member's access token (section 3b: one plan for both)."""
+    assert token.api_key is not None
+    return replace(token, name="API key", headers={"Authorization": f"Bearer {token.api_key}"})
 
 
 # --- PocketBase --------------------------------------------------------------------------

@@ -18,13 +18,17 @@ from authoric.changes.sequencer import Sequencer
 from authoric.db.embedded import embedded_database_url
 from authoric.db.engine import create_engine, libpq_url, session_settings
 from authoric.http import (
+    account_pages,
+    accounts,
     admin,
+    admin_accounts,
     autocrud,
     console,
     console_static,
     health,
     metrics,
     openapi,
+    org,
     sessions,
     subscribe,
 )
@@ -36,6 +40,7 @@ from authoric.http.front import Front, Platform
 from authoric.http.limits import BodyLimit, RoundTripHeader, UrlLimit
 from authoric.http.observe import Observe
 from authoric.http.table_route import TableRoutes
+from authoric.mail.sender import start_mail_sender
 from authoric.observability.metrics import Metrics
 from authoric.plan.runner import open_pool
 from authoric.realtime.hub import Hub
@@ -85,11 +90,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sequencer = Sequencer(settings, libpq_url(url))
         pool = await open_pool(libpq_url(url), settings.db_pool_size, session_settings(settings))
         hub.pool = pool  # the judge runs on the request path's pool (realtime/hub.py)
+        mail_sender = start_mail_sender(settings, engine)
         app.state.services = Services(
             settings=settings, engine=engine, jwt_secret=jwt_secret(settings),
             admin_token=admin_token(settings), snapshots=snapshots,
             token_limiter=RateLimiter(settings), hub=hub, sequencer=sequencer,
-            pool=pool, source=source,
+            pool=pool, source=source, mail_sender=mail_sender,
         )
         app.state.source = source
         app.state.stream_leases = StreamLeases(engine, settings)
@@ -103,6 +109,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             sampler.cancel()
+            if mail_sender is not None:
+                await mail_sender.stop()
             if handoff is not None:
                 handoff.stop()
             await app.state.stream_leases.stop()
@@ -135,7 +143,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Routes are matched in order, one pattern after another. Streams precede the table routes
     # (`.../subscribe` is not a row uid).
     routers = (subscribe.router, autocrud.router, health.router, metrics.router, admin.router,
-               console.router, console_static.router, openapi.router, sessions.router)
+               console.router, console_static.router, openapi.router, sessions.router,
+               accounts.router, account_pages.router, admin_accounts.router, org.router)
     for router in routers:
         app.include_router(router)
     # Ahead of the whole stack, table requests by one path split (http/table_route.py), served

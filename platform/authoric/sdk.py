@@ -125,7 +125,8 @@ class Session:
                 raise NotFound("no such app")
         else:  # roles as a request's are loaded (auth.principals), without a token's membership
             assert p.user_uid is not None
-            facts = await member_facts(conn, str(p.app_uid), p.app_uid, p.user_uid, p.org_uid)
+            facts = await member_facts(conn, str(p.app_uid), p.app_uid, p.user_uid, p.org_uid,
+                                       None, any_membership=True)
             version = facts.version
             p = Principal(p.app_uid, p.user_uid, p.org_uid, facts.email, facts.roles or ())
         return p, await self.sdk.snapshots.get(conn, p.app_uid, version)

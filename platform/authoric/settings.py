@@ -31,6 +31,10 @@ class Settings(BaseSettings):
     token_rate_limit: int = 20
     # login attempts allowed per account (email within an app) per window
     account_rate_limit: int = Field(default=10, validation_alias="AUTHORIC_LOGIN_ACCOUNT_LIMIT")
+    # sign-up, resend, forgot, verify and reset requests allowed per client address, per app,
+    # per window; and per email address
+    mail_rate_limit: int = Field(default=20, ge=1)
+    mail_account_limit: int = Field(default=5, ge=1)
     # length of the login throttle's fixed window, in seconds
     rate_window: int = Field(default=60, ge=1, validation_alias="AUTHORIC_RATE_LIMIT_WINDOW")
     # writes one member may have refused per window because a unique value is held by a row
@@ -58,6 +62,25 @@ class Settings(BaseSettings):
     # fan-out pass) with the changes after it; unset: 5 after a write through the server,
     # and captured SQL writes are looked for every 20. More spends latency to save feed CPU.
     feed_gather_ms: float | None = Field(default=None, ge=1, le=1000)
+
+    # where mail goes: smtp://user:pass@host:587 (STARTTLS when the server offers it) or
+    # smtps://user:pass@host:465 (TLS from the start); unset: the app's mailbox
+    # (GET /admin/apps/{app}/mail and the console's Mail page)
+    smtp_url: str | None = None
+    # seconds an SMTP connection, command or reply may take
+    smtp_timeout: float = Field(default=20.0, gt=0)
+    # the sender of mail for apps without `mailFrom`
+    mail_from: str = "Authoric <no-reply@localhost>"
+    # a temporarily failed mail is tried again after this many seconds, doubling each time
+    # (capped at an hour), until `mail_max_attempts` tries
+    mail_retry_base: float = Field(default=30.0, gt=0)
+    mail_max_attempts: int = Field(default=12, ge=1)
+    # seconds between the sender's looks at the outbox for mail committed by other processes
+    mail_poll_interval: float = Field(default=2.0, gt=0)
+    # the address people open the server at (https://auth.example.com): links in mail to the
+    # server's own pages start with it. Unset: the address each request was made to, which a
+    # client chooses with its Host header; set it wherever the server is reachable by others.
+    public_url: str | None = None
 
     # `authoric serve` processes; unset: one per core, at most 3
     workers: int | None = None

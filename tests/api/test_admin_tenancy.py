@@ -100,7 +100,7 @@ def test_admin_creates_a_user_and_never_sees_the_password_or_its_hash(world: App
     assert created["email"].lower() == "ada@example.com"
     listing = world.admin.get(f"{world.base}/users")
     assert [u["uid"] for u in expect(listing, 200)["items"]] == [created["uid"]]
-    assert all(set(u) == {"uid", "email"} for u in listing.json()["items"])
+    assert all(set(u) == {"uid", "email", "emailVerified"} for u in listing.json()["items"])
     for text in (listing.text, world.admin.get(world.base).text):
         assert password not in text and "argon2" not in text
 

@@ -78,7 +78,9 @@ def test_anyone_reads_in_the_platform_document_the_body_each_route_takes(
 def test_the_platform_document_declares_the_settings_an_app_takes_allowed_origins_included(
         platform_doc: dict[str, Any]) -> None:
     settings = _body_schema(platform_doc, "patch", "/admin/apps/{app}")["properties"]["settings"]
-    assert set(settings["properties"]) == {"accessTokenTtl", "refreshTokenTtl", "allowedOrigins"}
+    assert set(settings["properties"]) == {
+        "accessTokenTtl", "refreshTokenTtl", "allowedOrigins", "signUp", "emailVerification",
+        "orgCreation", "orgOwnerRoles", "passwordMinLength", "links", "mailFrom", "mailTemplates"}
     origins = settings["properties"]["allowedOrigins"]
     assert origins["type"] == "array" and "pattern" in origins["items"]
     # The answer of the app routes is declared too, settings included.

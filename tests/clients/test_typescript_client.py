@@ -486,3 +486,8 @@ export async function use(): Promise<string | null> {{
                               str(usage)], cwd=tmp_path, capture_output=True, text=True,
                              timeout=300, env=_env())
     assert checked.returncode == 0, checked.stdout + types.read_text()
+
+
+def test_a_member_invites_changes_removes_members_and_a_backend_job_uses_an_api_key(
+        ts_server: Restartable, control_url: str) -> None:
+    vitest("test/tenancy.test.ts", ts_server, control_url)

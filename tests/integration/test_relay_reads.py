@@ -174,6 +174,9 @@ class Streams:
         self.positions.extend(c.pos for c in changes)
         self.changes.extend(changes)
 
+    async def policy_changed(self, app_uids: set[uuid.UUID] | None) -> None:
+        pass  # no streams to re-read
+
 
 @pytest.fixture
 async def streaming(own_database: tuple[str, str]) -> AsyncIterator[  # noqa: F811

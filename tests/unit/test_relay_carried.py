@@ -94,3 +94,12 @@ def test_a_notify_that_is_no_position_wakes_the_relay_and_announces_nothing() ->
         relay._notified(None, 42, CHANNEL, junk)
         assert relay._wake.is_set(), junk[:20]
     assert relay._heads == {} and relay._carried == [] and relay.announced == 10
+
+
+def test_a_relay_notes_the_apps_a_policy_notify_names_and_ignores_one_that_names_none() -> None:
+    from authoric.changes.relay import POLICY_CHANNEL
+
+    relay = relay_at(0, [])
+    relay._notified(None, 1, POLICY_CHANNEL, str(APP))
+    relay._notified(None, 1, POLICY_CHANNEL, "not an app")
+    assert relay._policy == {APP}

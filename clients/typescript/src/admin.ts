@@ -99,7 +99,21 @@ export interface Member {
   user: string;
   email: string;
   roles: string[];
+  joinedAt?: string;
 }
+
+export interface Invitation { uid: string; email: string; roles: string[]; invitedBy: string | null; expiresAt: string }
+export interface ApiKey {
+  uid: string; name: string; org: string; roles: string[];
+  createdAt: string; expiresAt: string | null; lastUsedAt: string | null;
+}
+export interface MailItem { id: string; at: string; to: string; subject: string; text: string | null; status: string }
+/** `key` is shown this once. */
+export interface NewApiKey extends ApiKey { key: string }
+export type AuditActor =
+  | { kind: "operator" }
+  | { kind: "member"; user: string; org: string }
+  | { kind: "key"; key: string; org: string };
 
 export interface Membership {
   org: string;
@@ -111,6 +125,8 @@ export interface Role {
   permissions: string[];
   rowPolicies: Record<string, Filter<UntypedRow>>;
   redact: Record<string, string[]>;
+  /** The roles this role's holders may hand out in their org (section 3a). */
+  grants?: string[];
   name?: string;
 }
 
@@ -143,6 +159,7 @@ export interface AuditEntry {
   action: string;
   target: string;
   details: Record<string, unknown>;
+  actor?: AuditActor;
 }
 
 export interface Items<T> {
@@ -276,6 +293,22 @@ export class AppAdmin {
     remove: (org: string, user: string) => this.write<void>("DELETE", `/orgs/${seg(org)}/members/${seg(user)}`),
   };
 
+  /** An org's invitations (section 3a): inviting the same email again resends. */
+  readonly invitations = {
+    list: (org: string) => this.get<Items<Invitation>>(`/orgs/${seg(org)}/invitations`),
+    create: (org: string, body: { email: string; roles: string[] }) =>
+      this.write<Invitation>("POST", `/orgs/${seg(org)}/invitations`, body),
+    revoke: (org: string, uid: string) => this.write<void>("DELETE", `/orgs/${seg(org)}/invitations/${seg(uid)}`),
+  };
+
+  /** An org's API keys (section 3b). */
+  readonly keys = {
+    list: (org: string) => this.get<Items<ApiKey>>(`/orgs/${seg(org)}/keys`),
+    create: (org: string, body: { name: string; roles: string[]; expiresAt?: string }) =>
+      this.write<NewApiKey>("POST", `/orgs/${seg(org)}/keys`, body),
+    revoke: (org: string, uid: string) => this.write<void>("DELETE", `/orgs/${seg(org)}/keys/${seg(uid)}`),
+  };
+
   readonly roles = {
     list: () => this.get<Items<Role & { name: string }>>("/roles"),
     get: (role: string) => this.get<Role>(`/roles/${seg(role)}`),
@@ -295,8 +328,13 @@ export class AppAdmin {
     return new AdminRows(this.http, `${this.base}/tables/${seg(table)}/rows`);
   }
 
-  audit(page: { limit?: number; after?: string | null } = {}): Promise<Paged<AuditEntry>> {
+  audit(page: { limit?: number; after?: string | null; actor?: AuditActor["kind"] } = {}): Promise<Paged<AuditEntry>> {
     return this.get("/audit", page);
+  }
+
+  /** The app's mailbox (section 3): the mail sent without SMTP, newest first. */
+  mail(page: { limit?: number; after?: string | null } = {}): Promise<Paged<MailItem>> {
+    return this.get("/mail", page);
   }
 
   /** The app's OpenAPI document (section 6), every table. */

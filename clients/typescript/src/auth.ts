@@ -64,6 +64,15 @@ export class Auth implements Tokens {
     return this.setSession(pair) as Session;
   }
 
+  /** Accepts an invitation (section 3a) with the token from its mail: `password` creates the
+   * account (or proves an existing one; signed in as it, none is needed). Signs in to the org. */
+  async acceptInvitation(body: { token: string; password?: string }): Promise<Session> {
+    const pair = await this.http.json<TokenPair>("POST", `/${this.app}/auth/invitations/accept`, {
+      json: body, auth: this.current !== null,
+    });
+    return this.setSession(pair) as Session;
+  }
+
   /** Revokes the refresh token on the server and forgets the session. */
   async signOut(): Promise<void> {
     const session = this.session;

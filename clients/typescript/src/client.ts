@@ -2,6 +2,7 @@
 
 import { Auth, type AuthOptions } from "./auth.js";
 import { Http, type FetchLike, type Query } from "./http.js";
+import { Org } from "./org.js";
 import { Live, type LiveQuery, type LiveQueryOptions } from "./live.js";
 import { kindsOf, type Kinds } from "./match.js";
 import { Stream, type StreamOptions, type Subscription } from "./stream.js";
@@ -16,6 +17,8 @@ export interface ClientOptions extends AuthOptions {
   app: string;
   /** A fetch to use instead of the global one. */
   fetch?: FetchLike;
+  /** An API key (section 3b) to act with instead of a session: for servers and scripts. */
+  apiKey?: string;
 }
 
 /** The query string of a list or bulk write (section 4). */
@@ -96,13 +99,17 @@ export class Client<T extends TableMap<T> = Untyped> {
   readonly http: Http;
   readonly auth: Auth;
   readonly app: string;
+  /** The signed-in member's org: members, invitations, API keys (section 3a, 3b). */
+  readonly org: Org;
   private schema: Promise<Record<string, { properties?: Record<string, unknown> }>> | null = null;
 
   constructor(opts: ClientOptions) {
     this.app = opts.app;
     this.http = new Http(opts.url, opts.fetch);
     this.auth = new Auth(this.http, opts.app, opts);
-    this.http.tokens = this.auth;
+    const key = opts.apiKey;
+    this.http.tokens = key ? { token: async () => key, expired: async () => null } : this.auth;
+    this.org = new Org(this.http, opts.app);
   }
 
   table<K extends keyof T & string>(name: K): Table<T[K]> {

@@ -4,5 +4,6 @@ export { AuthoricError } from "./errors.js";
 export type { FetchLike } from "./http.js";
 export type { Auth, Session, SessionStorage, TokenPair } from "./auth.js";
 export type { Subscription, StreamOptions } from "./stream.js";
+export type { Org, OrgMember, Invitation, ApiKey, NewApiKey } from "./org.js";
 export type { LiveQuery, LiveQueryOptions } from "./live.js";
 export type * from "./types.js";

@@ -14,6 +14,15 @@ describe('the audit log in words', () => {
     expect(actorOf(entry('table.create', 'tables/t', {}, { actor: 'ops@acme' }))).toBe('ops@acme');
   });
 
+  it('names a member or a key acting on their org, and the operator by the admin token', () => {
+    const by = (actor: unknown) => actorOf(entry('member.put', 'orgs/o1/members/u2', {}, { actor }), names);
+    expect(by({ kind: 'member', user: 'u1', org: 'o1' })).toBe('member ada@north.test in North');
+    expect(by({ kind: 'key', key: 'k1', org: 'o1' })).toBe('API key k1 in North');
+    expect(by({ kind: 'operator' })).toBe('admin token');
+    expect(targetLabel('orgs/o1/keys/0123456789ab', names)).toBe('API key 01234567… of North');
+    expect(targetLabel('orgs/o1/invitations/0123456789ab', names)).toBe('invitation 01234567… to North');
+  });
+
   it('names targets by org name and user email instead of uids', () => {
     expect(targetLabel('orgs/o1/members/u1', names)).toBe('member ada@north.test in North');
     expect(targetLabel('orgs/o1', names)).toBe('org North');

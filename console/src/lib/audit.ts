@@ -7,9 +7,13 @@ export interface AuditEntry {
   action: string;
   target: unknown;
   details: unknown;
-  /** Not in the contract's entry today; shown when a server records it. */
-  actor?: string;
+  /** Who acted (section 3a): `{kind: "operator"}`, `{kind: "member", user, org}` or
+   *  `{kind: "key", ...}`; a string from older servers. */
+  actor?: unknown;
 }
+
+/** The actor kinds the audit route filters by (`?actor=`). */
+export const ACTOR_KINDS = ['operator', 'member', 'key'] as const;
 
 /** Names for the uids an entry holds: orgs and users of the app. */
 export interface Names {
@@ -17,11 +21,19 @@ export interface Names {
   users: ReadonlyMap<string, string>;
 }
 
-/** Who made the change. Every entry is written for a call made with the platform's admin
- *  token (section 2a); an impersonation acts for the operator too. */
-export function actorOf(entry: AuditEntry): string {
-  const recorded = entry.actor ?? (entry.details as { actor?: unknown } | null)?.actor;
-  return typeof recorded === 'string' && recorded ? recorded : 'admin token';
+const NO_NAMES: Names = { orgs: new Map(), users: new Map() };
+
+/** Who made the change: the operator (the platform's admin token; an impersonation acts for
+ *  the operator too), a member of an org (section 3a), or an org's API key. */
+export function actorOf(entry: AuditEntry, names: Names = NO_NAMES): string {
+  const recorded = (entry.details as { actor?: unknown } | null)?.actor ?? entry.actor;
+  if (typeof recorded === 'string' && recorded) return recorded;
+  const actor = (recorded ?? entry.actor) as { kind?: string; user?: string; org?: string; key?: string } | null;
+  if (actor?.kind === 'member' && actor.user) {
+    return `member ${USER(names, actor.user)}${actor.org ? ` in ${ORG(names, actor.org)}` : ''}`;
+  }
+  if (actor?.kind === 'key') return `API key ${actor.key ?? ''}${actor.org ? ` in ${ORG(names, actor.org)}` : ''}`.trim();
+  return 'admin token';
 }
 
 /** The kind of an action: `table` for `table.update`, `impersonate` for itself. */
@@ -37,6 +49,8 @@ export function targetLabel(target: unknown, names: Names): string {
   if (typeof target !== 'string') return target === null || target === undefined ? '' : JSON.stringify(target);
   let m = /^orgs\/([^/]+)\/members\/([^/]+)$/.exec(target);
   if (m) return `member ${USER(names, m[2])} in ${ORG(names, m[1])}`;
+  if ((m = /^orgs\/([^/]+)\/invitations\/([^/]+)$/.exec(target))) return `invitation ${m[2].slice(0, 8)}… to ${ORG(names, m[1])}`;
+  if ((m = /^orgs\/([^/]+)\/keys\/([^/]+)$/.exec(target))) return `API key ${m[2].slice(0, 8)}… of ${ORG(names, m[1])}`;
   if ((m = /^orgs\/([^/]+)$/.exec(target))) return `org ${ORG(names, m[1])}`;
   if ((m = /^users\/([^/]+)$/.exec(target))) return `user ${USER(names, m[1])}`;
   if ((m = /^tables\/([^/]+)\/rows\/([^/]+)$/.exec(target))) return `row ${m[2]} of ${m[1]}`;
@@ -83,7 +97,7 @@ export function matchesAudit(entry: AuditEntry, filter: AuditFilter, names: Name
   if (filter.kind && actionKind(entry.action) !== filter.kind) return false;
   const words = filter.text.toLowerCase().split(/\s+/).filter(Boolean);
   if (!words.length) return true;
-  const haystack = [entry.action, actorOf(entry), String(entry.target ?? ''), targetLabel(entry.target, names),
+  const haystack = [entry.action, actorOf(entry, names), String(entry.target ?? ''), targetLabel(entry.target, names),
     ...detailLines(entry.details, names).flat()].join(' ').toLowerCase();
   return words.every((w) => haystack.includes(w));
 }

@@ -3,6 +3,8 @@
 
 export const ACTIONS = ['read_list', 'read', 'create', 'update', 'delete'] as const;
 export type Action = (typeof ACTIONS)[number];
+/** An org's own resources a permission may name beside tables (section 3a). */
+export const ORG_RESOURCES = ['org.members', 'org.keys'] as const;
 
 /** How a cell is granted: by its own string, by a wildcard, or not at all. */
 export type Grant = 'explicit' | 'wildcard' | null;

@@ -11,16 +11,15 @@ Two ways, with the same answers:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, and_, select
+from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.auth import tokens
 from authoric.catalog.apps import app_where
 from authoric.db import tables as t
-from authoric.errors import NotFound, Unauthenticated
+from authoric.errors import Forbidden, NotFound, Unauthenticated
 from authoric.plan.guard import Facts
 from authoric.policy.principal import Principal
 
@@ -46,9 +45,10 @@ async def authenticate(conn: AsyncConnection, secret: str, header: str | None,
     membership that no longer exists. Roles come from the database, never from the token."""
     claims = tokens.decode(secret, bearer(header), tokens.ACCESS)
     facts = await load_facts(conn, claims, app_ref)
-    assert facts.roles is not None  # load_facts refuses a missing membership
+    assert facts.roles is not None and claims.org_uid is not None  # load_facts refuses both
     principal = Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
-                          facts.roles, claims.expires_at, read_only=claims.read_only)
+                          facts.roles, claims.expires_at, read_only=claims.read_only,
+                          api_key=claims.api_key)
     return Authenticated(principal, facts.version)
 
 
@@ -67,21 +67,23 @@ async def load_facts(conn: AsyncConnection, claims: tokens.Claims, app_ref: str)
     401 for a token of another app or a membership that no longer exists (the token's own
     membership: one removed and given back is another)."""
     return await member_facts(conn, app_ref, claims.app_uid, claims.user_uid, claims.org_uid,
-                              [t.members.c.uid == claims.membership])
+                              claims.membership)
 
 
 async def member_facts(conn: AsyncConnection, app_ref: str, app_uid: uuid.UUID,
-                       user_uid: uuid.UUID, org_uid: uuid.UUID,
-                       membership: Iterable[ColumnElement[bool]] = ()) -> Facts:
-    """The current facts of a user in one org of the app `app_ref` names, the one loader of
-    roles for requests (through `load_facts`) and the SDK: 404 for an unknown app, 401 for
-    another app (`app_uid`) or no membership (matching `membership`, when given)."""
-    m, u = t.members, t.users
+                       user_uid: uuid.UUID, org_uid: uuid.UUID | None,
+                       membership: uuid.UUID | None, *, any_membership: bool = False) -> Facts:
+    """The current facts of a user (or key) in one org of the app `app_ref` names: the one
+    loader of roles for requests (through `load_facts`) and the SDK (`any_membership`: it
+    holds no token naming one). 404 for an unknown app, 401 for another app (`app_uid`) or
+    a membership that is gone, 403 for no org."""
+    m, u = t.grantees(), t.users  # members and API keys (section 3b): one loader
+    same = [] if any_membership else [m.c.uid == membership]
     row = (await conn.execute(
         select(t.apps.c.uid, t.apps.c.name, t.apps.c.version, m.c.roles, u.c.email)
         .select_from(t.apps.outerjoin(m, and_(
             m.c.app_uid == t.apps.c.uid, m.c.org_uid == org_uid,
-            m.c.user_uid == user_uid, *membership,
+            m.c.user_uid == user_uid, *same,
         )).outerjoin(u, u.c.uid == m.c.user_uid))
         .where(app_where(app_ref))
     )).mappings().first()
@@ -89,9 +91,17 @@ async def member_facts(conn: AsyncConnection, app_ref: str, app_uid: uuid.UUID,
         raise NotFound("no such app", {"app": app_ref})
     if row["uid"] != app_uid:
         raise Unauthenticated("token of another app")
+    if org_uid is None:
+        raise no_org()
     return facts_or_refusal(Facts(row["version"], row["name"],
                                   None if row["roles"] is None else tuple(row["roles"]),
                                   row["email"]))
+
+
+def no_org() -> Forbidden:
+    """The answer to an account token (no org) on a route that acts in an org."""
+    return Forbidden("this token belongs to no org: sign in to an org, or switch to one",
+                     {"reason": "no_org"})
 
 
 def facts_or_refusal(facts: Facts) -> Facts:

@@ -4,6 +4,10 @@ Two counters apply to each attempt at `/{app}/auth/token` (and the first to `/re
 - per client address within the app (`AUTHORIC_TOKEN_RATE_LIMIT`), against one guesser;
 - per account, the email within the app (`AUTHORIC_LOGIN_ACCOUNT_LIMIT`), against guessing
   one account's password from many addresses.
+The account routes that send mail or redeem a mailed token (sign-up, resend, forgot, verify,
+reset) count on two counters of their own, per client address (`AUTHORIC_MAIL_RATE_LIMIT`)
+and per email (`AUTHORIC_MAIL_ACCOUNT_LIMIT`), so a burst of them neither floods one inbox
+nor eats into the same person's sign-in attempts.
 A third counter, per member (user and org), counts writes refused because a unique value is
 held by a row the writer may not read (`AUTHORIC_HIDDEN_CONFLICT_LIMIT`): guesses at hidden
 values through uniqueness.
@@ -32,6 +36,8 @@ from authoric.errors import NotFound, TooManyRequests
 from authoric.settings import Settings
 
 CLIENT, ACCOUNT, HIDDEN_CONFLICT = "client", "account", "hidden_conflict"
+MAIL_CLIENT, MAIL_ACCOUNT = "mail_client", "mail_account"
+LOGIN, MAIL = (CLIENT, ACCOUNT), (MAIL_CLIENT, MAIL_ACCOUNT)  # (per client, per account)
 PURGE_BATCH = 1000
 
 # A counter's window opens at its first attempt and lasts :window seconds (database clock,
@@ -80,7 +86,7 @@ class Verdict:
     """The resolved app and whether this attempt is over a limit."""
 
     app_uid: uuid.UUID
-    over: str | None  # CLIENT or ACCOUNT: which limit was passed; None: go ahead
+    over: str | None  # the kind of limit passed (CLIENT, ACCOUNT, ...); None: go ahead
     retry_after: int
 
     def raise_if_over(self) -> None:
@@ -96,29 +102,33 @@ class RateLimiter:
 
     def __init__(self, settings: Settings) -> None:
         self.limits = {CLIENT: settings.token_rate_limit, ACCOUNT: settings.account_rate_limit,
-                       HIDDEN_CONFLICT: settings.hidden_conflict_limit}
+                       HIDDEN_CONFLICT: settings.hidden_conflict_limit,
+                       MAIL_CLIENT: settings.mail_rate_limit,
+                       MAIL_ACCOUNT: settings.mail_account_limit}
         self.window = settings.rate_window
         self._next_purge = 0.0
 
     async def count(self, conn: AsyncConnection, app_ref: str, client: str,
-                    account: str | None = None) -> Verdict:
+                    account: str | None = None, kinds: tuple[str, str] = LOGIN) -> Verdict:
         """Count one attempt on `app_ref` (404 if there is no such app) by `client`, for
-        `account` when given. Run it in a transaction of its own that commits, so that the
-        attempt stays counted when the login then fails."""
-        subjects = {CLIENT: client}
+        `account` when given, on the (per client, per account) counters `kinds` (LOGIN or
+        MAIL). Run it in a transaction of its own that commits, so that the attempt stays
+        counted when the request then fails."""
+        per_client, per_account = kinds
+        subjects = {per_client: client}
         if account is not None:
-            subjects[ACCOUNT] = account.strip().lower()
-        kinds = {_key(kind, subject): kind for kind, subject in subjects.items()}
+            subjects[per_account] = account.strip().lower()
+        kind_of = {_key(kind, subject): kind for kind, subject in subjects.items()}
         key = app_key(app_ref)
         if key is None:
             raise NotFound("no such app", {"app": app_ref})
         by_uid = isinstance(key, uuid.UUID)
         rows = (await conn.execute(_COUNT_BY_UID if by_uid else _COUNT_BY_NAME, {
-            "app": key, "window": self.window, "keys": list(kinds)})).all()
+            "app": key, "window": self.window, "keys": list(kind_of)})).all()
         if not rows:
             raise NotFound("no such app", {"app": app_ref})
-        over = [(r.retry, kinds[bytes(r.key)]) for r in rows
-                if r.key is not None and r.hits > self.limits[kinds[bytes(r.key)]]]
+        over = [(r.retry, kind_of[bytes(r.key)]) for r in rows
+                if r.key is not None and r.hits > self.limits[kind_of[bytes(r.key)]]]
         await self._purge_now_and_then(conn)
         if not over:
             return Verdict(rows[0].uid, None, 0)

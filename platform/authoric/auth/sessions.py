@@ -1,4 +1,9 @@
-"""Sessions: password login, refresh-token rotation with family revocation on reuse, logout."""
+"""Sessions: password login, refresh-token rotation with family revocation on reuse, logout.
+
+A session is a refresh-token family. A user with no membership who signs in without `org`
+gets an account session (no org; contract section 3). Where the app requires verified email
+addresses, a user whose address is not verified gets 403 `email_not_verified`.
+"""
 
 from __future__ import annotations
 
@@ -16,30 +21,39 @@ from authoric.auth.credentials import Login, RefreshToken
 from authoric.auth.passwords import verify_password
 from authoric.catalog.apps import app_settings
 from authoric.db import tables as t
-from authoric.errors import Unauthenticated, ValidationFailed
+from authoric.errors import Forbidden, Unauthenticated, ValidationFailed
 
 BAD_LOGIN = "wrong email or password"
+USER_AGENT_CHARS = 300  # kept of a session's User-Agent
 
 
-async def login(conn: AsyncConnection, secret: str, app: Any, body: Login) -> dict[str, Any]:
+async def login(conn: AsyncConnection, secret: str, app: Any, body: Login,
+                user_agent: str | None = None) -> dict[str, Any]:
     email, password, org = body.email, body.password, body.org
     user = (await conn.execute(select(t.users).where(
         t.users.c.app_uid == app["uid"], t.users.c.email == email.strip().lower()))).first()
     if not await verify_password(user.password_hash if user else None, password) or user is None:
         raise Unauthenticated(BAD_LOGIN)
+    if (user.email_verified_at is None
+            and app_settings(app["settings"]).email_verification == "required"):
+        raise Forbidden("the email address is not verified yet",
+                        {"reason": "email_not_verified"})
     org_uid, membership = await _login_org(conn, user.uid, org)
     await _purge_expired(conn)
-    return await _issue(conn, secret, app, user.uid, org_uid, membership, uuid7())
+    return await issue(conn, secret, app, user.uid, org_uid, membership, uuid7(), user_agent)
 
 
 async def _login_org(conn: AsyncConnection, user_uid: uuid.UUID,
-                     org: str | None) -> tuple[uuid.UUID, uuid.UUID]:
-    """The org to log in to, and the membership's uid."""
+                     org: str | None) -> tuple[uuid.UUID | None, uuid.UUID | None]:
+    """The org to log in to, and the membership's uid; (None, None) for an account session,
+    when the user belongs to no org."""
     orgs = dict((await conn.execute(select(t.members.c.org_uid, t.members.c.uid).where(
         t.members.c.user_uid == user_uid))).tuples().all())
     if org is None:
         if len(orgs) == 1:
             return next(iter(orgs.items()))
+        if not orgs:
+            return None, None
         raise ValidationFailed("`org` is required: the user belongs to several orgs or none",
                                {"field": "org"})
     try:
@@ -51,18 +65,22 @@ async def _login_org(conn: AsyncConnection, user_uid: uuid.UUID,
     return wanted, orgs[wanted]
 
 
-async def _issue(conn: AsyncConnection, secret: str, app: Any, user_uid: uuid.UUID,
-                 org_uid: uuid.UUID, membership: uuid.UUID,
-                 family: uuid.UUID) -> dict[str, Any]:
+async def issue(conn: AsyncConnection, secret: str, app: Any, user_uid: uuid.UUID,
+                org_uid: uuid.UUID | None, membership: uuid.UUID | None, family: uuid.UUID,
+                user_agent: str | None = None) -> dict[str, Any]:
+    """A token pair of session `family` (a new uuid7: a new session), for `org_uid` and its
+    `membership`, or for no org (an account token: both None)."""
     settings = app_settings(app["settings"])
     now = clock.now()
     refresh_jti = uuid7()
     refresh_exp = now + settings.refresh_token_ttl
     await conn.execute(t.refresh_tokens.insert().values(
         jti=refresh_jti, family=family, app_uid=app["uid"], user_uid=user_uid, org_uid=org_uid,
-        expires_at=dt.datetime.fromtimestamp(refresh_exp, dt.UTC)))
+        expires_at=dt.datetime.fromtimestamp(refresh_exp, dt.UTC),
+        user_agent=(user_agent or "")[:USER_AGENT_CHARS] or None))
     access = tokens.Claims(app["uid"], user_uid, org_uid, uuid7(),
-                           now + settings.access_token_ttl, tokens.ACCESS, membership=membership)
+                           now + settings.access_token_ttl, tokens.ACCESS, membership=membership,
+                           session=family)
     refresh = tokens.Claims(app["uid"], user_uid, org_uid, refresh_jti, refresh_exp,
                             tokens.REFRESH)
     return {
@@ -98,13 +116,16 @@ async def refresh(conn: AsyncConnection, secret: str, app: Any,
         await _revoke_family(conn, row.family)
         await conn.commit()
         raise Unauthenticated("refresh token reused; the session is revoked", {"revoked": True})
-    membership = await conn.scalar(select(t.members.c.uid).where(
-        t.members.c.org_uid == row.org_uid, t.members.c.user_uid == row.user_uid))
-    if membership is None:
-        raise Unauthenticated("membership revoked")
+    membership = None
+    if row.org_uid is not None:  # an account session has no membership to check
+        membership = await conn.scalar(select(t.members.c.uid).where(
+            t.members.c.org_uid == row.org_uid, t.members.c.user_uid == row.user_uid))
+        if membership is None:
+            raise Unauthenticated("membership revoked")
     await conn.execute(update(t.refresh_tokens).where(t.refresh_tokens.c.jti == row.jti)
                        .values(spent_at=func.now()))
-    return await _issue(conn, secret, app, row.user_uid, row.org_uid, membership, row.family)
+    return await issue(conn, secret, app, row.user_uid, row.org_uid, membership, row.family,
+                       row.user_agent)
 
 
 async def logout(conn: AsyncConnection, secret: str, app: Any, body: RefreshToken) -> None:
@@ -116,12 +137,16 @@ async def logout(conn: AsyncConnection, secret: str, app: Any, body: RefreshToke
 
 
 async def revoke_sessions(conn: AsyncConnection, user_uid: uuid.UUID,
-                          org_uid: uuid.UUID | None = None) -> None:
-    """End every session of the user (in `org_uid` only, when given): their refresh tokens
-    stop working, so a membership given back later does not revive them."""
+                          org_uid: uuid.UUID | None = None,
+                          keep: uuid.UUID | None = None) -> None:
+    """End every session of the user (in `org_uid` only, when given; all but session `keep`,
+    when given): their refresh tokens stop working, so a membership given back later does
+    not revive them."""
     where = [t.refresh_tokens.c.user_uid == user_uid, t.refresh_tokens.c.revoked_at.is_(None)]
     if org_uid is not None:
         where.append(t.refresh_tokens.c.org_uid == org_uid)
+    if keep is not None:
+        where.append(t.refresh_tokens.c.family != keep)
     await conn.execute(update(t.refresh_tokens).where(*where).values(revoked_at=func.now()))
 
 

@@ -26,7 +26,7 @@ _REQUIRED = ["exp", "iat", "iss", "aud", "sub", "org", "typ", "jti"]
 class Claims:
     app_uid: uuid.UUID
     user_uid: uuid.UUID
-    org_uid: uuid.UUID
+    org_uid: uuid.UUID | None  # None: an account token (a user signed in to no org)
     jti: uuid.UUID
     expires_at: float
     token_type: str
@@ -34,19 +34,27 @@ class Claims:
     # The membership an access token was issued for (`mid`): removing the member ends it, and
     # a membership given back later is a new one that old tokens do not reach.
     membership: uuid.UUID | None = None
+    # The session (refresh-token family) the token belongs to (`sid`): `GET /auth/sessions`
+    # marks it current, and an account token's session must still be live.
+    session: uuid.UUID | None = None
+    # An API key's (auth/api_keys.py): user and membership are the key's uid; never encoded.
+    api_key: bool = False
 
 
 def encode(secret: str, claims: Claims) -> str:
     now = int(clock.now())
     payload = {
         "iss": ISSUER, "aud": f"app:{claims.app_uid}", "sub": str(claims.user_uid),
-        "org": str(claims.org_uid), "typ": claims.token_type, "jti": str(claims.jti),
+        "org": "" if claims.org_uid is None else str(claims.org_uid),
+        "typ": claims.token_type, "jti": str(claims.jti),
         "iat": now, "exp": int(claims.expires_at),
     }
     if claims.read_only:
         payload["ro"] = True
     if claims.membership is not None:
         payload["mid"] = str(claims.membership)
+    if claims.session is not None:
+        payload["sid"] = str(claims.session)
     return jwt.encode(payload, secret, algorithm=ALGORITHM)
 
 
@@ -90,12 +98,18 @@ def _claims(payload: dict[str, Any], token_type: str) -> Claims:
             raise ValueError("dates")
         if type(payload.get("ro", False)) is not bool:
             raise ValueError("ro")
-        # An access token names its membership; one without (issued before memberships had
-        # ids) is refused, and its client refreshes.
-        membership = uuid.UUID(payload["mid"]) if token_type == ACCESS else None
-        return Claims(uuid.UUID(aud[4:]), uuid.UUID(payload["sub"]), uuid.UUID(payload["org"]),
+        # An org's access token names its membership; one without (issued before memberships
+        # had ids) is refused, and its client refreshes. An account token (`org` empty) has
+        # no membership, and must name its session.
+        org = uuid.UUID(payload["org"]) if payload["org"] else None
+        membership = (uuid.UUID(payload["mid"]) if token_type == ACCESS and org is not None
+                      else None)
+        session = uuid.UUID(payload["sid"]) if "sid" in payload else None
+        if token_type == ACCESS and org is None and (session is None or payload.get("ro")):
+            raise ValueError("an account token names its session")
+        return Claims(uuid.UUID(aud[4:]), uuid.UUID(payload["sub"]), org,
                       uuid.UUID(payload["jti"]), float(payload["exp"]), token_type,
-                      payload.get("ro", False), membership)
+                      payload.get("ro", False), membership, session)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise Unauthenticated("token claims are malformed") from exc
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Annotated, Any
+from email.utils import formataddr, parseaddr
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import delete, false, select, text, update
@@ -47,6 +48,62 @@ Origins = Annotated[list[Origin], Field(max_length=MAX_ORIGINS), AfterValidator(
 AccessTokenTtl = Annotated[int, Field(ge=1, le=86_400 * 30)]
 RefreshTokenTtl = Annotated[int, Field(ge=1, le=86_400 * 3650)]
 
+# Accounts (contract section 3): who may sign up, verify, create orgs; where mail links go.
+SignUp = Literal["closed", "open", "invite"]
+EmailVerification = Literal["required", "off"]
+OrgCreation = Literal["operator", "users"]
+OwnerRoles = Annotated[list[Name], Field(max_length=100), AfterValidator(
+    lambda roles: list(dict.fromkeys(roles)))]
+MAX_PASSWORD_BYTES = 1024
+PasswordMinLength = Annotated[int, Field(ge=1, le=MAX_PASSWORD_BYTES)]
+TOKEN_PLACEHOLDER = "{token}"
+
+
+def _link(value: str) -> str:
+    if TOKEN_PLACEHOLDER not in value:
+        raise ValueError(f"a link must hold {TOKEN_PLACEHOLDER}, where the mailed token goes")
+    return value
+
+
+Link = Annotated[str, Field(pattern=r"^[Hh][Tt][Tt][Pp][Ss]?://\S+$", max_length=2000),
+                 AfterValidator(_link)]
+
+
+class Links(BaseModel):
+    """Where the links in mail point (`{token}` is replaced by the mailed token); an unset one
+    points to the server's own page (`/{app}/auth/pages/...`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    verify: Link | None = None
+    reset: Link | None = None
+    invite: Link | None = None
+
+
+def _mailbox(value: str) -> str:
+    name, address = parseaddr(value)
+    if "@" not in address or any(c in value for c in "\r\n"):
+        raise ValueError('expected an address such as "Acme <no-reply@acme.test>"')
+    return formataddr((name, address)) if name else address
+
+
+MailFrom = Annotated[str, Field(max_length=320), AfterValidator(_mailbox)]
+
+
+class MailTemplate(BaseModel):
+    """One mail's own wording. `${app}`, `${link}` and `${email}` are filled in; a part left
+    out keeps the server's wording."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subject: str | None = Field(default=None, max_length=300, pattern=r"^[^\r\n]*$")
+    text: str | None = Field(default=None, max_length=20_000)
+    html: str | None = Field(default=None, max_length=50_000)
+
+
+MailKind = Literal["verify", "reset", "taken", "invite"]
+MailTemplates = Annotated[dict[MailKind, MailTemplate], Field(max_length=10)]
+
 
 class AppSettings(BaseModel):
     """An app's settings as stored, with the contract's defaults."""
@@ -56,6 +113,14 @@ class AppSettings(BaseModel):
     access_token_ttl: AccessTokenTtl = Field(default=900, alias="accessTokenTtl")
     refresh_token_ttl: RefreshTokenTtl = Field(default=2_592_000, alias="refreshTokenTtl")
     allowed_origins: Origins = Field(default_factory=list, alias="allowedOrigins")
+    sign_up: SignUp = Field(default="closed", alias="signUp")
+    email_verification: EmailVerification = Field(default="required", alias="emailVerification")
+    org_creation: OrgCreation = Field(default="operator", alias="orgCreation")
+    org_owner_roles: OwnerRoles = Field(default_factory=list, alias="orgOwnerRoles")
+    password_min_length: PasswordMinLength = Field(default=8, alias="passwordMinLength")
+    links: Links = Field(default_factory=Links)
+    mail_from: MailFrom | None = Field(default=None, alias="mailFrom")
+    mail_templates: MailTemplates = Field(default_factory=dict, alias="mailTemplates")
 
 
 class SettingsChange(BaseModel):
@@ -67,6 +132,14 @@ class SettingsChange(BaseModel):
     access_token_ttl: AccessTokenTtl = Field(default=None, alias="accessTokenTtl")  # type: ignore[assignment]
     refresh_token_ttl: RefreshTokenTtl = Field(default=None, alias="refreshTokenTtl")  # type: ignore[assignment]
     allowed_origins: Origins = Field(default=None, alias="allowedOrigins")  # type: ignore[arg-type]
+    sign_up: SignUp = Field(default=None, alias="signUp")  # type: ignore[arg-type]
+    email_verification: EmailVerification = Field(default=None, alias="emailVerification")  # type: ignore[arg-type]
+    org_creation: OrgCreation = Field(default=None, alias="orgCreation")  # type: ignore[arg-type]
+    org_owner_roles: OwnerRoles = Field(default=None, alias="orgOwnerRoles")  # type: ignore[arg-type]
+    password_min_length: PasswordMinLength = Field(default=None, alias="passwordMinLength")  # type: ignore[assignment]
+    links: Links = Field(default=None)  # type: ignore[assignment]
+    mail_from: MailFrom | None = Field(default=None, alias="mailFrom")
+    mail_templates: MailTemplates = Field(default=None, alias="mailTemplates")  # type: ignore[arg-type]
 
 
 class AppChange(BaseModel):

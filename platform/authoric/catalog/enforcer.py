@@ -11,7 +11,8 @@ from authoric.shipped import shipped_dir
 def build_enforcer(roles: dict[str, RoleDef]) -> casbin.Enforcer:
     """An enforcer holding every (role, table, action) grant of the app."""
     enforcer = casbin.Enforcer(str(shipped_dir("policies") / "model.conf"))
-    rules = [[name, table, action] for name, role in roles.items() for table, action in role.grants()]
+    rules = [[name, table, action] for name, role in roles.items()
+             for table, action in role.permission_pairs()]
     if rules:
         enforcer.add_policies(rules)
     return enforcer

@@ -10,6 +10,10 @@ from authoric.catalog.names import is_valid_name
 from authoric.errors import ValidationFailed
 
 ACTIONS = ("read_list", "read", "create", "update", "delete")
+# Resources beside tables that a permission may name (section 3a): an org's members and
+# invitations, and its API keys. The dot keeps them apart from every table name.
+ORG_MEMBERS, ORG_KEYS = "org.members", "org.keys"
+ORG_RESOURCES = (ORG_MEMBERS, ORG_KEYS)
 
 
 class RoleDef(BaseModel):
@@ -20,11 +24,13 @@ class RoleDef(BaseModel):
     permissions: list[str] = Field(default_factory=list)
     row_policies: dict[str, dict[str, Any]] = Field(default_factory=dict, alias="rowPolicies")
     redact: dict[str, list[str]] = Field(default_factory=dict)
+    # The roles this role's holders may invite with, assign or take away (section 3a).
+    grants: list[str] = Field(default_factory=list, max_length=100)
 
     def public(self, name: str) -> dict[str, Any]:
         return {"name": name, **self.model_dump(by_alias=True)}
 
-    def grants(self) -> list[tuple[str, str]]:
+    def permission_pairs(self) -> list[tuple[str, str]]:
         """(table, action) pairs, `*` standing for any."""
         return [tuple(p.split(":", 1)) for p in self.permissions]  # type: ignore[misc]
 
@@ -32,7 +38,8 @@ class RoleDef(BaseModel):
 def check_role(role: RoleDef) -> RoleDef:
     for permission in role.permissions:
         table, sep, action = permission.partition(":")
-        if not sep or not (table == "*" or is_valid_name(table)) or action not in (*ACTIONS, "*"):
+        resource_ok = table == "*" or table in ORG_RESOURCES or is_valid_name(table)
+        if not sep or not resource_ok or action not in (*ACTIONS, "*"):
             raise ValidationFailed(
                 f"permission {permission!r} is not {{table}}:{{action}}",
                 {"permission": permission, "actions": [*ACTIONS, "*"]},
@@ -40,4 +47,7 @@ def check_role(role: RoleDef) -> RoleDef:
     for table in (*role.row_policies, *role.redact):
         if not is_valid_name(table):
             raise ValidationFailed(f"{table!r} is not a table name", {"table": table})
+    for granted in role.grants:
+        if not is_valid_name(granted):
+            raise ValidationFailed(f"grants: {granted!r} is not a role name", {"grants": granted})
     return role

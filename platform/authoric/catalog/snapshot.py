@@ -92,7 +92,7 @@ async def load_snapshot(conn: AsyncConnection, app_uid: uuid.UUID) -> AppSnapsho
         tables[definition.name] = compile_table(app_uid, definition, metadata)
     roles = {
         r["name"]: RoleDef(permissions=r["permissions"], rowPolicies=r["row_policies"],
-                           redact=r["redact"])
+                           redact=r["redact"], grants=r["grants"])
         for r in role_rows
     }
     indexes: dict[str, list[dict[str, Any]]] = {}

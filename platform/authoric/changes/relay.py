@@ -41,6 +41,7 @@ the relay, which then reads the log. A role that may write the log itself gains 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
@@ -118,6 +119,8 @@ class Relay(DedicatedWorker):
         self.conn: asyncpg.Connection | None = None
         self._spoke = 0.0  # monotonic time of the last statement on the listener connection
         self._carried: list[Carried] = []  # NOTIFYs' entries not yet fanned out, in order
+        self._policy: set[uuid.UUID] = set()  # apps whose roles, members or keys changed
+        self._policy_lost = False  # policy NOTIFYs may have been missed (a new connection)
         self._heads: dict[int, int] = {}  # per sender pid, the highest head not yet vouched for
         self._vouched: dict[int, float] = {}  # our role's backend pids: when looked up
 
@@ -128,6 +131,11 @@ class Relay(DedicatedWorker):
                 self._heads[pid] = max(self._heads.get(pid, -1), head)
             if note is not None and len(self._carried) < CARRIED_LIMIT:
                 self._carried.append(note._replace(sender=pid))
+        elif channel == POLICY_CHANNEL:
+            # Anyone may send one (module docstring): it only makes the hub re-read its
+            # subscribers' memberships and keys, which is always safe.
+            with contextlib.suppress(ValueError):
+                self._policy.add(uuid.UUID(payload))
         self._wake.set()
 
     async def _vouch(self, conn: asyncpg.Connection) -> None:
@@ -181,6 +189,9 @@ class Relay(DedicatedWorker):
             await conn.add_listener(POLICY_CHANNEL, self._notified)
             if self.position < 0:
                 self.position = await reader.head(conn)
+        # Policy NOTIFYs sent while no connection listened are lost: every app's streams
+        # re-read their principals once the relay listens again (None: every app).
+        self._policy_lost = True
         self.connected.set()
         await self._follow(conn)
 
@@ -194,6 +205,12 @@ class Relay(DedicatedWorker):
             # that woke the pass, it sent every pass into the linger, and one that no NOTIFY
             # followed then read the log for nothing.
             self._wake.clear()
+            if self._policy_lost:
+                self._policy_lost, self._policy = False, set()
+                await self.hub.policy_changed(None)
+            elif self._policy:
+                apps, self._policy = self._policy, set()
+                await self.hub.policy_changed(apps)
             await self._vouch(conn)
             # No await between the check and the move: a stream registering with the hub
             # is either seen here (and the entries are read for it) or registers after.

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
 from authoric.errors import BadRequest
-from authoric.plan.listing import parse_limit
+from authoric.plan.listing import parse_id_cursor, parse_limit
 
 DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
 # A key whose name ends so holds a secret (or a hash of one): `password`, `refresh_token`,
@@ -27,7 +27,7 @@ SECRET_ENDINGS = ("password", "token", "secret", "hash", "authorization", "apike
 
 def is_secret_key(key: Any) -> bool:
     name = str(key).lower().replace("_", "").replace("-", "")
-    return name.endswith(SECRET_ENDINGS)
+    return name == "key" or name.endswith(SECRET_ENDINGS)  # `key`: a new API key (section 3b)
 
 
 def sanitized(value: Any) -> Any:
@@ -40,27 +40,29 @@ def sanitized(value: Any) -> Any:
 
 
 async def record(conn: AsyncConnection, app_uid: uuid.UUID, action: str, target: str,
-                 details: dict[str, Any] | None = None) -> None:
-    """Append one entry; it commits or rolls back with the caller's transaction."""
+                 details: dict[str, Any] | None = None,
+                 actor: dict[str, Any] | None = None) -> None:
+    """Append one entry; it commits or rolls back with the caller's transaction. `actor`:
+    who did it (tenancy/acting.py), the operator when not said."""
     await conn.execute(t.audit_log.insert().values(
-        app_uid=app_uid, action=action, target=target, details=sanitized(details or {})))
+        app_uid=app_uid, action=action, target=target, details=sanitized(details or {}),
+        actor=actor or {"kind": "operator"}))
 
 
-def _after(raw: str | None) -> int | None:
-    """The cursor is the id of the last entry of the previous page."""
-    if raw is None:
-        return None
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
-        raise BadRequest("bad cursor", {"after": raw})
-    return int(raw)
+ACTOR_KINDS = ("operator", "member", "key")
 
 
 async def list_entries(conn: AsyncConnection, app_uid: uuid.UUID, limit: str | None,
-                       after: str | None) -> dict[str, Any]:
-    """A page of the app's entries, newest first, and the cursor of the next page."""
-    size, before = parse_limit(limit, DEFAULT_LIMIT, MAX_LIMIT), _after(after)
+                       after: str | None, actor: str | None = None) -> dict[str, Any]:
+    """A page of the app's entries, newest first, and the cursor of the next page; `actor`:
+    only the entries of that kind of actor (`operator`, `member` or `key`)."""
+    size, before = parse_limit(limit, DEFAULT_LIMIT, MAX_LIMIT), parse_id_cursor(after)
     log = t.audit_log
     where = [log.c.app_uid == app_uid]
+    if actor is not None:
+        if actor not in ACTOR_KINDS:
+            raise BadRequest("actor is operator, member or key", {"actor": actor[:100]})
+        where.append(log.c.actor["kind"].astext == actor)
     if before is not None:
         where.append(log.c.id < before)
     rows = (await conn.execute(select(log).where(and_(*where)).order_by(log.c.id.desc())
@@ -72,4 +74,4 @@ async def list_entries(conn: AsyncConnection, app_uid: uuid.UUID, limit: str | N
 
 def _entry(row: Any) -> dict[str, Any]:
     return {"id": str(row["id"]), "at": rfc3339(row["at"]), "action": row["action"],
-            "target": row["target"], "details": row["details"]}
+            "target": row["target"], "details": row["details"], "actor": row["actor"]}

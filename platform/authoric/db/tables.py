@@ -5,6 +5,8 @@ User-defined tables live elsewhere, one PostgreSQL schema per app (see `catalog.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -20,7 +22,9 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    select,
     text,
+    union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 
@@ -92,6 +96,8 @@ users = Table(
     _app_uid(),
     Column("email", Text, nullable=False),
     Column("password_hash", Text, nullable=False),
+    # When the user proved the address (a verify link, an invitation, or the operator made it).
+    Column("email_verified_at", DateTime(timezone=True)),
     _created(),
     UniqueConstraint("app_uid", "email"),
 )
@@ -107,6 +113,7 @@ members = Table(
     # This membership's identity: removing the member and adding them back makes a new one,
     # which the access tokens issued for the old one (claim `mid`) do not reach.
     Column("uid", UUID(as_uuid=True), nullable=False, server_default=text("gen_random_uuid()")),
+    Column("joined_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     PrimaryKeyConstraint("org_uid", "user_uid"),
 )
 
@@ -117,6 +124,8 @@ roles = Table(
     Column("permissions", JSONB, nullable=False),
     Column("row_policies", JSONB, nullable=False),
     Column("redact", JSONB, nullable=False),
+    # The roles this role's holders may hand out in their org (section 3a's ceiling).
+    Column("grants", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
     PrimaryKeyConstraint("app_uid", "name"),
 )
 
@@ -126,10 +135,14 @@ refresh_tokens = Table(
     Column("family", UUID(as_uuid=True), nullable=False, index=True),
     _app_uid(),
     Column("user_uid", UUID(as_uuid=True), nullable=False),
-    Column("org_uid", UUID(as_uuid=True), nullable=False),
+    Column("org_uid", UUID(as_uuid=True)),  # NULL: an account token's session (no org)
     Column("expires_at", DateTime(timezone=True), nullable=False),
     Column("spent_at", DateTime(timezone=True)),
     Column("revoked_at", DateTime(timezone=True)),
+    # A session is a family: its first row's time is when it began, its last row's when it
+    # was last refreshed (`GET /auth/sessions`).
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("user_agent", Text),
     # Revoking a user's sessions, and purging expired rows, must not scan the table.
     Index("refresh_tokens_user", "user_uid"),
     Index("refresh_tokens_expires", "expires_at"),
@@ -197,5 +210,99 @@ audit_log = Table(
     Column("action", Text, nullable=False),
     Column("target", Text, nullable=False),
     Column("details", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    # Who made the change: {"kind": "operator"}, {"kind": "member", "user", "org"} or
+    # {"kind": "key", "key", "org"} (tenancy/actors.py).
+    Column("actor", JSONB, nullable=False,
+           server_default=text("""'{"kind": "operator"}'::jsonb""")),
     Index("audit_log_app_id", "app_uid", "id"),
+)
+
+# API keys (section 3b): a key acts in one org with its roles, as a member would. Only the
+# SHA-256 of the key is kept; a request finds its key by that hash through the unique index.
+# Revoking deletes the row, so the request path's guard (plan/guard.py) refuses it at once.
+api_keys = Table(
+    "api_keys", metadata,
+    Column("uid", UUID(as_uuid=True), primary_key=True),
+    _app_uid(),
+    Column("org_uid", UUID(as_uuid=True), ForeignKey(orgs.c.uid, ondelete="CASCADE"),
+           nullable=False),
+    Column("name", Text, nullable=False),
+    Column("roles", ARRAY(Text), nullable=False),
+    Column("key_hash", LargeBinary, nullable=False, unique=True),
+    _created(),
+    Column("expires_at", DateTime(timezone=True)),
+    Column("last_used_at", DateTime(timezone=True)),
+    Column("created_by", JSONB, nullable=False),
+    Index("api_keys_org", "org_uid", "uid"),
+)
+
+# Pending invitations into an org (section 3a), one per (org, email); the mailed token is kept
+# as its SHA-256 and accepting deletes the row in the statement that checks it.
+invitations = Table(
+    "invitations", metadata,
+    Column("uid", UUID(as_uuid=True), primary_key=True),
+    _app_uid(),
+    Column("org_uid", UUID(as_uuid=True), ForeignKey(orgs.c.uid, ondelete="CASCADE"),
+           nullable=False),
+    Column("email", Text, nullable=False),
+    Column("roles", ARRAY(Text), nullable=False),
+    Column("invited_by", UUID(as_uuid=True)),
+    Column("token_hash", LargeBinary, nullable=False, unique=True),
+    _created(),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("org_uid", "email"),
+    Index("invitations_email", "app_uid", "email"),
+)
+
+
+def grantees() -> Any:
+    """Whoever holds roles in an org, as one relation (app_uid, org_uid, user_uid, uid, roles):
+    the members, and the API keys acting as principals whose user uid and membership uid are
+    the key's uid. The request path's guard, the facts loader and the feed read principals
+    through it, so a key is judged by the same plan as a member (section 3b)."""
+    m, k = members, api_keys
+    return union_all(
+        select(m.c.app_uid, m.c.org_uid, m.c.user_uid, m.c.uid, m.c.roles),
+        select(k.c.app_uid, k.c.org_uid, k.c.uid.label("user_uid"), k.c.uid, k.c.roles),
+    ).subquery("grantees")
+
+# Tokens sent by mail (accounts.mail_tokens): only the SHA-256 of the 32 random bytes is kept.
+# `purpose` says what the token does (verify, reset; invitations may follow the same shape),
+# `subject` what it is about (an email address), `data` anything else the purpose needs.
+mail_tokens = Table(
+    "mail_tokens", metadata,
+    Column("hash", LargeBinary, primary_key=True),
+    _app_uid(),
+    Column("purpose", Text, nullable=False),
+    Column("user_uid", UUID(as_uuid=True), ForeignKey(users.c.uid, ondelete="CASCADE")),
+    Column("subject", Text),
+    Column("data", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("used_at", DateTime(timezone=True)),
+    _created(),
+    Index("mail_tokens_user", "user_uid", "purpose"),
+    Index("mail_tokens_expires", "expires_at"),
+)
+
+# Every mail (mail.outbox), written in the transaction of the change that causes it.
+# `status`: `pending` (the sender will try, at `next_attempt_at`), `sent`, `failed` (`error`
+# says why), or `mailbox` (no SMTP server: the app's mailbox is where it goes). Bodies of
+# mail sent through SMTP are cleared once sent.
+mail_outbox = Table(
+    "mail_outbox", metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    _app_uid(),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("mail_from", Text, nullable=False),
+    Column("mail_to", Text, nullable=False),
+    Column("subject", Text, nullable=False),
+    Column("text_body", Text),
+    Column("html_body", Text),
+    Column("status", Text, nullable=False),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("next_attempt_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("error", Text),
+    Column("sent_at", DateTime(timezone=True)),
+    Index("mail_outbox_app_id", "app_uid", "id"),
+    Index("mail_outbox_due", "next_attempt_at", postgresql_where=text("status = 'pending'")),
 )

@@ -7,17 +7,22 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
 
+from authoric.accounts import org_invitations as invitations
+from authoric.accounts.org_invitations import NewInvitation
 from authoric.auth.admin import is_admin_token
 from authoric.catalog import apps
 from authoric.catalog.apps import AppChange, AppList, AppView, NewApp
 from authoric.catalog.model import TableChange, TableDef
 from authoric.catalog.roles import RoleDef
 from authoric.errors import Unauthenticated
+from authoric.http.accounts import mail_committed, postbox
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import Services, services
 from authoric.tables import definitions
 from authoric.tables.indexes import IndexSpec
+from authoric.tenancy import keys
 from authoric.tenancy import service as tenancy
+from authoric.tenancy.keys import NewKey
 from authoric.tenancy.models import Membership, NewOrg, NewUser
 
 
@@ -213,3 +218,50 @@ async def get_role(request: Request, app: str, role: str) -> dict[str, Any]:
 @router.delete("/apps/{app}/roles/{role}", status_code=204)
 async def delete_role(request: Request, app: str, role: str) -> Response:
     return await _deleted(request, tenancy.delete_role, app, role)
+
+
+# An org's API keys (section 3b), the operator's way.
+NewKeyBody = Annotated[NewKey, Depends(body_of(NewKey))]
+
+
+@router.post("/apps/{app}/orgs/{org}/keys", status_code=201)
+async def create_key(request: Request, app: str, org: str, body: NewKeyBody) -> dict[str, Any]:
+    return await _call(request, keys.operator_creates_key, app, org, body)
+
+
+@router.get("/apps/{app}/orgs/{org}/keys")
+async def list_keys(request: Request, app: str, org: str) -> dict[str, Any]:
+    return await _listed(request, keys.operator_lists_keys, app, org)
+
+
+@router.delete("/apps/{app}/orgs/{org}/keys/{key}", status_code=204)
+async def delete_key(request: Request, app: str, org: str, key: str) -> Response:
+    return await _deleted(request, keys.operator_revokes_key, app, org, key)
+
+
+# An org's invitations (section 3a), the operator's way: the console sends, resends (the same
+# address again) and revokes them.
+NewInvitationBody = Annotated[NewInvitation, Depends(body_of(NewInvitation))]
+
+
+@router.post("/apps/{app}/orgs/{org}/invitations", status_code=201)
+async def create_invitation(request: Request, app: str, org: str,
+                            body: NewInvitationBody) -> dict[str, Any]:
+    svc = services(request)
+    async with svc.tx() as conn:
+        app_row, org_row, invitation, token = await invitations.operator_invites(
+            conn, app, org, body)
+        await postbox(request).queue(conn, app_row, "invite", invitation["email"], token,
+                                     org=org_row.name)
+    mail_committed(svc)
+    return invitation
+
+
+@router.get("/apps/{app}/orgs/{org}/invitations")
+async def list_invitations(request: Request, app: str, org: str) -> dict[str, Any]:
+    return await _listed(request, invitations.operator_lists, app, org)
+
+
+@router.delete("/apps/{app}/orgs/{org}/invitations/{invitation}", status_code=204)
+async def delete_invitation(request: Request, app: str, org: str, invitation: str) -> Response:
+    return await _deleted(request, invitations.operator_revokes, app, org, invitation)

@@ -136,4 +136,5 @@ async def audit_log(request: Request, app: str) -> dict[str, Any]:
     q = request.query_params
     async with services(request).tx() as conn:
         app_uid = (await find_app(conn, app))["uid"]
-        return await audit.list_entries(conn, app_uid, q.get("limit"), q.get("after"))
+        return await audit.list_entries(conn, app_uid, q.get("limit"), q.get("after"),
+                                        q.get("actor"))

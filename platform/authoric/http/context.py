@@ -22,12 +22,14 @@ from fastapi import Request
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from authoric.auth.api_keys import ApiKeys, is_api_key
 from authoric.auth.principals import FactsCache, bearer, facts_or_refusal, load_facts, matches_app
 from authoric.auth.ratelimit import RateLimiter
 from authoric.auth.tokens import Claims, VerifiedTokens
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.changes.sequencer import Sequencer
 from authoric.errors import AuthoricError, ServiceUnavailable
+from authoric.mail.sender import MailSender
 from authoric.plan.access import Access, admit
 from authoric.plan.guard import Facts, Guard, StaleFacts
 from authoric.plan.request import TableRequest
@@ -57,14 +59,18 @@ class Services:
     sequencer: Sequencer
     pool: asyncpg.Pool | None = None  # the request path's autocommit pool
     source: Source | None = None  # where streams' changes come from (the change log)
+    mail_sender: MailSender | None = None  # None: no SMTP server, mail stays in the mailbox
     statements: StatementCache = field(default_factory=StatementCache)
     facts: FactsCache = field(default_factory=FactsCache)
     tokens: VerifiedTokens = field(init=False)
+    api_keys: ApiKeys = field(init=False)
     indexes: IndexBuilder = field(init=False)
     count_round_trips: bool = field(init=False)
 
     def __post_init__(self) -> None:
         self.tokens = VerifiedTokens(self.jwt_secret)
+        self.api_keys = ApiKeys(self.engine)
+        self.hub.policy_listeners.append(self.api_keys.forget)
         self.indexes = IndexBuilder(self.engine)
         self.count_round_trips = os.environ.get(COUNT_FLAG) == "1"
         if self.count_round_trips:
@@ -92,15 +98,27 @@ class Services:
     async def run(self, header: str | None, request: TableRequest) -> Any:
         """`request` executed as the token's member (records.pipeline): planned from the
         cached facts, whose statement checks them; planned again when they moved."""
-        claims = self.tokens.access(bearer(header))
+        claims = await self.table_claims(header)
+        if claims.org_uid is None:  # an account token: 404 or 401 first, as any token gets
+            async with self.engine.connect() as conn:
+                await load_facts(conn, claims, request.app)
         answer = await self._run_guarded(header, claims, request)
         if request.writes:
             self.sequencer.nudge()  # the change-log row is committed: stamp it without waiting
         return answer
 
+    async def table_claims(self, header: str | None) -> Claims:
+        """Who the bearer is on a table route (sections 4, 5, 5b): an access token, or an API
+        key acting as a member of its org. Only these routes take keys."""
+        token = bearer(header)
+        if is_api_key(token):
+            return await self.api_keys.claims(token)
+        return self.tokens.access(token)
+
     async def _run_guarded(self, header: str | None, claims: Claims,
                            request: TableRequest) -> Any:
         app_ref = request.app
+        assert claims.org_uid is not None  # `run` refused an account token
         key: MemberKey = (claims.app_uid, claims.user_uid, claims.org_uid)
         facts = self.facts.get(key)
         verified = False
@@ -158,7 +176,7 @@ class Services:
     async def member_transaction(self, header: str | None,
                                  app_ref: str) -> AsyncIterator[InTransaction]:
         """A transaction, and the token's member as a caller inside it (facts read there)."""
-        claims = self.tokens.access(bearer(header))
+        claims = await self.table_claims(header)
         async with self.tx() as conn:
             count_round_trip()
             facts = await load_facts(conn, claims, app_ref)
@@ -167,8 +185,10 @@ class Services:
 
 
 def _principal(claims: Claims, facts: Facts) -> Principal:
+    assert claims.org_uid is not None  # load_facts refuses an account token
     return Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
-                     facts.roles or (), claims.expires_at, read_only=claims.read_only)
+                     facts.roles or (), claims.expires_at, read_only=claims.read_only,
+                     api_key=claims.api_key)
 
 
 @dataclass

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from authoric.auth import sessions
 from authoric.auth.credentials import Login, RefreshToken
+from authoric.auth.ratelimit import LOGIN
 from authoric.catalog.apps import find_app
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import services
@@ -18,27 +19,30 @@ LoginBody = Annotated[Login, Depends(body_of(Login))]
 RefreshTokenBody = Annotated[RefreshToken, Depends(body_of(RefreshToken))]
 
 
-async def _throttle(request: Request, app: str, email: str | None = None) -> None:
-    """Count the attempt in a transaction of its own (kept when the login fails); 404 for an
-    unknown app, 429 past a limit. The account is the email of a login."""
+async def throttle(request: Request, app: str, email: str | None = None,
+                   kinds: tuple[str, str] = LOGIN) -> None:
+    """Count the attempt in a transaction of its own (kept when the request fails) on the
+    `kinds` counters (auth.ratelimit); 404 for an unknown app, 429 past a limit. The account
+    is the email the request names."""
     client = request.client.host if request.client else "unknown"
     svc = services(request)
     async with svc.tx() as conn:
-        verdict = await svc.token_limiter.count(conn, app, client, email)
+        verdict = await svc.token_limiter.count(conn, app, client, email, kinds)
     verdict.raise_if_over()
 
 
 @router.post("/{app}/auth/token")
 async def token(request: Request, app: str, body: LoginBody) -> dict[str, Any]:
-    await _throttle(request, app, body.email)
+    await throttle(request, app, body.email)
     svc = services(request)
     async with svc.tx() as conn:
-        return await sessions.login(conn, svc.jwt_secret, await find_app(conn, app), body)
+        return await sessions.login(conn, svc.jwt_secret, await find_app(conn, app), body,
+                                    request.headers.get("user-agent"))
 
 
 @router.post("/{app}/auth/refresh")
 async def refresh(request: Request, app: str, body: RefreshTokenBody) -> dict[str, Any]:
-    await _throttle(request, app)
+    await throttle(request, app)
     svc = services(request)
     async with svc.tx() as conn:
         return await sessions.refresh(conn, svc.jwt_secret, await find_app(conn, app), body)

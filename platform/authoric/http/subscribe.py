@@ -19,7 +19,6 @@ from sse_starlette import EventSourceResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from authoric.auth.principals import authenticate
 from authoric.catalog.apps import find_app
 from authoric.errors import BadRequest, NotAcceptable
 from authoric.http.admin import require_admin
@@ -362,17 +361,16 @@ async def subscribe(request: Request, app: str, table: str) -> StreamResponse:
 
 @router.get("/{app}/subscribe", response_model=None)
 async def subscribe_tables(request: Request, app: str) -> StreamResponse:
-    svc = services(request)
-    async with svc.tx() as conn:
-        auth = await authenticate(conn, svc.jwt_secret, request.headers.get("authorization"), app)
-        snapshot = await svc.snapshot(conn, auth.principal.app_uid, auth.version)
+    async with services(request).member_transaction(
+            request.headers.get("authorization"), app) as caller:
+        snapshot, principal = caller.snapshot, caller.principal
     names = table_names(request.query_params.get("tables"))
     tables = []
     for name in names:  # the section 5 gate, table by table: the first failure answers
-        admit(snapshot, auth.principal, name, "read_list")
-        tables.append(admit(snapshot, auth.principal, name, "read").table)
+        admit(snapshot, principal, name, "read_list")
+        tables.append(admit(snapshot, principal, name, "read").table)
     require_event_stream(request)
-    return await event_stream(request, StreamRequest(snapshot, tables, auth.principal,
+    return await event_stream(request, StreamRequest(snapshot, tables, principal,
                                                last_event_id(request), multi=True))
 
 

@@ -56,7 +56,8 @@ class Guard:
     membership: uuid.UUID | None = None  # the token's membership (a re-added member's is new)
 
     def cte(self) -> Any:
-        a, m, u = t.apps, t.members, t.users
+        # Members and API keys alike (db.tables.grantees): a key is judged as a member is.
+        a, m, u = t.apps, t.grantees(), t.users
         return (select(a.c.version.label("_version"), a.c.name.label("_app_name"),
                        m.c.roles.label("_roles"), u.c.email.label("_email"))
                 .select_from(a.outerjoin(m, and_(
@@ -74,7 +75,8 @@ class Guard:
         return and_(facts.c._version == named("B_version", e.version, BigInteger),
                     facts.c._app_name == named("B_app_name", e.app_name, Text),
                     facts.c._roles == named("B_roles", list(e.roles or ()), ARRAY(Text)),
-                    facts.c._email == named("B_email", e.email, Text))
+                    # A key has no email: NULL must equal NULL here.
+                    facts.c._email.is_not_distinct_from(named("B_email", e.email, Text)))
 
     def params(self) -> dict[str, Any]:
         """The values `cte` and `holds` bind (plan.binds)."""

@@ -44,6 +44,16 @@ def parse_limit(raw: str | None, default: int = DEFAULT_LIMIT, maximum: int = MA
     return int(raw)
 
 
+def parse_id_cursor(raw: str | None) -> int | None:
+    """The `after` cursor of a list ordered by a bigint id (the id of the previous page's
+    last entry): ASCII digits only; 400 for anything else."""
+    if raw is None:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
+        raise BadRequest("bad cursor", {"after": raw})
+    return int(raw)
+
+
 def parse_order(raw: str | None, fields: dict[str, FieldRef], hidden: frozenset[str]) -> Ordering:
     spec = raw or "uid"
     descending = spec.startswith("-")

@@ -17,6 +17,7 @@ class Principal:
     expires_at: float | None = None  # the access token's exp, for streams
     acting_as_app: bool = False  # the server-side SDK acting for the app in one org
     read_only: bool = False  # an impersonation token: every write is refused (plan.access)
+    api_key: bool = False  # an API key (section 3b): `user_uid` is the key's uid, no email
 
     def attributes(self) -> dict[str, Any]:
         """The values row policies may name through `$principal`."""

@@ -38,7 +38,7 @@ from authoric.plan.request import ExpandPaths
 from authoric.plan.runner import CONNECTION_LOST
 from authoric.policy.principal import Principal
 from authoric.realtime.classes import class_key
-from authoric.realtime.judge import Frame, Memo, ReadClass, judge_orgs
+from authoric.realtime.judge import Frame, Memo, ReadClass, frame, judge_orgs
 from authoric.realtime.kept import KeptConnection
 from authoric.realtime.operator import judge_for_operator
 from authoric.realtime.source import Change
@@ -46,6 +46,8 @@ from authoric.realtime.source import Change
 log = logging.getLogger("authoric.hub")
 JUDGE_BATCH = 500  # changes judged per statement
 CLOSE = Frame(-1, b"")  # sentinel: the stream must end (overflow, membership or table gone)
+# A revoked API key's streams are told why before they end (section 3b).
+REVOKED = Frame(-1, frame(None, {"reason": "revoked"}, "reauth"))
 OPERATOR: Hashable = ("operator",)  # the read class of the admin feed: every org, no policy
 VERSION = "SELECT version FROM authoric.apps WHERE uid = $1"
 RETRIES = 2  # judge statements retried on another pool connection when one was found dead
@@ -117,12 +119,13 @@ class Subscriber:
             self.direct = None
             return False
 
-    def close(self, reason: str) -> None:
-        """End the stream: drop what is queued and leave only the close sentinel."""
+    def close(self, reason: str, last: Frame = CLOSE) -> None:
+        """End the stream: drop what is queued and leave only the close sentinel (`last`: one
+        that carries a final frame, such as `REVOKED`)."""
         if self.closed:
             return
         self.closed, self.reason = True, reason
-        self._items = deque((CLOSE,))
+        self._items = deque((last,))
         self._wake()
 
     async def wait(self, until: float) -> None:
@@ -343,6 +346,8 @@ class Hub:
         # Called with (stage, seconds) per change fanned out here: `read` (written → read by
         # the source), `judge` (read → judged); the metrics set it (observability/metrics.py).
         self.observe_stage: Callable[[str, float], None] | None = None
+        # Told which apps' roles, members or keys changed (`policy_changed`).
+        self.policy_listeners: list[Callable[[set[uuid.UUID] | None], None]] = []
 
     @property
     def pool(self) -> asyncpg.Pool | None:
@@ -388,6 +393,24 @@ class Hub:
     def empty(self) -> bool:
         """No stream of this process is registered."""
         return not self._apps
+
+    async def policy_changed(self, app_uids: set[uuid.UUID] | None) -> None:
+        """Roles, members or keys of these apps changed somewhere: tell the listeners (the
+        API key cache; None: every app), and have the apps' streams re-read their principals
+        now (a version that did not move costs one read of it), so a removed
+        member's or a revoked key's streams end without waiting for their org's next change."""
+        for listener in self.policy_listeners:
+            listener(app_uids)
+        for app_uid in set(self._apps) if app_uids is None else app_uids:
+            if app_uid not in self._apps:
+                continue
+            try:
+                async with _Connections(self) as conns:
+                    await self._current(conns, app_uid)
+            except Exception:
+                # Fail closed, as a failed fan-out does: the app's streams end and resume.
+                log.exception("re-reading the principals of %s failed", app_uid)
+                self._close_app(app_uid, "error")
 
     def count(self) -> int:
         """Open streams of this process."""
@@ -540,16 +563,19 @@ class Hub:
         view.groups.clear()
         if not subs:
             return
-        m = t.members
-        rows = await conn.execute(select(m.c.org_uid, m.c.user_uid, m.c.roles).where(and_(
-            m.c.app_uid == app_uid,
-            m.c.user_uid.in_({s.principal.user_uid for s in subs if s.principal}))))
+        g = t.grantees()
+        rows = await conn.execute(select(g.c.org_uid, g.c.user_uid, g.c.roles).where(and_(
+            g.c.app_uid == app_uid,
+            g.c.user_uid.in_({s.principal.user_uid for s in subs if s.principal}))))
         roles = {(r.org_uid, r.user_uid): tuple(r.roles) for r in rows}
         for sub in subs:
             assert sub.principal is not None
             current = roles.get((sub.principal.org_uid, sub.principal.user_uid))
             if current is None:
-                sub.close("membership_revoked")
+                if sub.principal.api_key:
+                    sub.close("key_revoked", REVOKED)
+                else:
+                    sub.close("membership_revoked")
                 self.remove(sub)
                 continue
             sub.principal = replace(sub.principal, roles=current)

@@ -59,6 +59,12 @@ class Sink(Protocol):
         """Fan out one batch, ascending positions; `read_at` is when the source read it."""
         ...
 
+    async def policy_changed(self, app_uids: set[uuid.UUID] | None) -> None:
+        """Roles, members or keys of these apps (None: of any app, as after a reconnect)
+        changed (a policy NOTIFY, from any process): streams re-read who they serve now,
+        not at their org's next change."""
+        ...
+
 
 class Source(Protocol):
     @property

@@ -22,7 +22,7 @@ from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.plan.request import ExpandPaths
 from authoric.policy.principal import Principal
-from authoric.realtime.hub import CLOSE, Hub, Subscriber
+from authoric.realtime.hub import Hub, Subscriber
 from authoric.realtime.judge import Frame, ReadClass, frame, judge
 from authoric.realtime.operator import judge_for_operator
 from authoric.realtime.source import POSITION, Change, Source
@@ -131,7 +131,8 @@ class Stream:
         out: list[bytes] = []
         stamps: list[float] = []
         for item in items:
-            if item is CLOSE:
+            if item.pos < 0:  # CLOSE, or a closing frame of its own (`hub.REVOKED`)
+                out.append(item.data)
                 self.written = stamps
                 return b"".join(out), True
             if item.pos > self.last_sent:  # else: already replayed

@@ -17,6 +17,7 @@ from authoric.catalog.apps import bump_version, find_app
 from authoric.catalog.names import check_name
 from authoric.catalog.roles import RoleDef, check_role
 from authoric.catalog.snapshot import AppSnapshot, load_snapshot
+from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
 from authoric.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from authoric.plan.listing import parse_limit
@@ -78,6 +79,12 @@ async def _org(conn: AsyncConnection, app_uid: uuid.UUID, ref: str) -> Any:
     return await _owned(conn, t.orgs, "org", app_uid, ref)
 
 
+async def app_and_org(conn: AsyncConnection, app_ref: str, org_ref: str) -> tuple[Any, Any]:
+    """The app `app_ref` and its org `org_ref`; 404 for either unknown."""
+    app = await find_app(conn, app_ref)
+    return app, await _org(conn, app["uid"], org_ref)
+
+
 async def delete_org(conn: AsyncConnection, app_ref: str, org_ref: str) -> None:
     await _delete_owned(conn, t.orgs, "org", app_ref, org_ref)
 
@@ -91,7 +98,8 @@ async def create_user(conn: AsyncConnection, app_ref: str, new: NewUser) -> dict
     try:
         async with conn.begin_nested():
             await conn.execute(t.users.insert().values(
-                uid=uid, app_uid=app["uid"], email=email, password_hash=await hash_password(password)))
+                uid=uid, app_uid=app["uid"], email=email, password_hash=await hash_password(password),
+                email_verified_at=func.now()))  # the operator vouches for the address
     except IntegrityError as exc:
         raise Conflict("a user with this email exists", {"email": email}) from exc
     return {"uid": str(uid), "email": email}
@@ -99,14 +107,21 @@ async def create_user(conn: AsyncConnection, app_ref: str, new: NewUser) -> dict
 
 async def list_users(conn: AsyncConnection, app_ref: str) -> list[dict[str, Any]]:
     app = await find_app(conn, app_ref)
-    rows = await conn.execute(select(t.users.c.uid, t.users.c.email)
+    rows = await conn.execute(select(t.users.c.uid, t.users.c.email, t.users.c.email_verified_at)
                               .where(t.users.c.app_uid == app["uid"])
                               .order_by(t.users.c.created_at))
-    return [{"uid": str(r.uid), "email": r.email} for r in rows]
+    return [{"uid": str(r.uid), "email": r.email,
+             "emailVerified": r.email_verified_at is not None} for r in rows]
 
 
 async def _user(conn: AsyncConnection, app_uid: uuid.UUID, ref: str) -> Any:
     return await _owned(conn, t.users, "user", app_uid, ref)
+
+
+async def find_user(conn: AsyncConnection, app_ref: str, user_ref: str) -> Any:
+    """The app's user `user_ref` (a uid), or 404 for an unknown app or user."""
+    app = await find_app(conn, app_ref)
+    return await _user(conn, app["uid"], user_ref)
 
 
 async def delete_user(conn: AsyncConnection, app_ref: str, user_ref: str) -> None:
@@ -121,31 +136,52 @@ async def put_member(conn: AsyncConnection, app_ref: str, org_ref: str, user_ref
     app = await find_app(conn, app_ref)
     org = await _org(conn, app["uid"], org_ref)
     user = await _user(conn, app["uid"], user_ref)
-    roles = membership.roles
+    roles = await known_roles(conn, app["uid"], membership.roles)
+    return await set_member_roles(conn, app["uid"], org.uid, user.uid, roles)
+
+
+async def known_roles(conn: AsyncConnection, app_uid: uuid.UUID, roles: list[str]) -> list[str]:
+    """`roles` sorted, each once; 422 naming any the app does not define."""
     known = set((await conn.execute(select(t.roles.c.name).where(
-        t.roles.c.app_uid == app["uid"]))).scalars())
+        t.roles.c.app_uid == app_uid))).scalars())
     unknown = sorted(set(roles) - known)
     if unknown:
         raise ValidationFailed(f"unknown roles: {', '.join(unknown)}", {"roles": unknown})
-    roles = sorted(set(roles))
-    stmt = insert(t.members).values(app_uid=app["uid"], org_uid=org.uid, user_uid=user.uid,
+    return sorted(set(roles))
+
+
+async def set_member_roles(conn: AsyncConnection, app_uid: uuid.UUID, org_uid: uuid.UUID,
+                           user_uid: uuid.UUID, roles: list[str]) -> dict[str, Any]:
+    """Make the user a member of the org with exactly `roles` (known ones), the operator's
+    way and a member's alike; the membership as section 2 shows it."""
+    stmt = insert(t.members).values(app_uid=app_uid, org_uid=org_uid, user_uid=user_uid,
                                     roles=roles)
     await conn.execute(stmt.on_conflict_do_update(index_elements=["org_uid", "user_uid"],
                                                   set_={"roles": roles}))
-    await bump_version(conn, app["uid"])
-    return {"org": str(org.uid), "user": str(user.uid), "roles": roles}
+    await bump_version(conn, app_uid)
+    return {"org": str(org_uid), "user": str(user_uid), "roles": roles}
 
 
 async def delete_member(conn: AsyncConnection, app_ref: str, org_ref: str, user_ref: str) -> None:
     app = await find_app(conn, app_ref)
     org = await _org(conn, app["uid"], org_ref)
     user = await _user(conn, app["uid"], user_ref)
-    result = await conn.execute(delete(t.members).where(
-        t.members.c.org_uid == org.uid, t.members.c.user_uid == user.uid))
-    if not result.rowcount:
+    if not await remove_member(conn, app["uid"], org.uid, user.uid):
         raise NotFound("no such membership")
-    await revoke_sessions(conn, user.uid, org.uid)
-    await bump_version(conn, app["uid"])
+
+
+async def remove_member(conn: AsyncConnection, app_uid: uuid.UUID, org_uid: uuid.UUID,
+                        user_uid: uuid.UUID) -> bool:
+    """End the membership (whether there was one): its sessions are revoked, and the app's
+    version moves, so its access tokens fail the next statement's guard and its streams are
+    closed on every process (the relay's policy NOTIFY)."""
+    result = await conn.execute(delete(t.members).where(
+        t.members.c.org_uid == org_uid, t.members.c.user_uid == user_uid))
+    if not result.rowcount:
+        return False
+    await revoke_sessions(conn, user_uid, org_uid)
+    await bump_version(conn, app_uid)
+    return True
 
 
 MEMBERS_DEFAULT_LIMIT, MEMBERS_MAX_LIMIT = 50, 1000
@@ -153,23 +189,31 @@ MEMBERS_DEFAULT_LIMIT, MEMBERS_MAX_LIMIT = 50, 1000
 
 async def list_members(conn: AsyncConnection, app_ref: str, org_ref: str, limit: str | None,
                        after: str | None) -> dict[str, Any]:
-    """A page of the org's members by user uid; the cursor is the last user uid of the page."""
+    """A page of the org's members by user uid (section 2's shape)."""
     app = await find_app(conn, app_ref)
     org = await _org(conn, app["uid"], org_ref)
+    page = await member_page(conn, org.uid, limit, after)
+    return {"items": [{"org": str(org.uid), **m} for m in page["items"]], "next": page["next"]}
+
+
+async def member_page(conn: AsyncConnection, org_uid: uuid.UUID, limit: str | None,
+                      after: str | None) -> dict[str, Any]:
+    """A page of the org's members by user uid, each `{"user", "email", "roles",
+    "joinedAt"}`; the cursor is the last user uid of the page."""
     size = parse_limit(limit, MEMBERS_DEFAULT_LIMIT, MEMBERS_MAX_LIMIT)
-    where = [t.members.c.org_uid == org.uid]
+    where = [t.members.c.org_uid == org_uid]
     if after is not None:
         try:
             where.append(t.members.c.user_uid > uuid.UUID(after))
         except ValueError as exc:
             raise BadRequest("bad cursor", {"after": after}) from exc
     rows = (await conn.execute(
-        select(t.members.c.user_uid, t.members.c.roles, t.users.c.email)
+        select(t.members.c.user_uid, t.members.c.roles, t.members.c.joined_at, t.users.c.email)
         .join(t.users, t.users.c.uid == t.members.c.user_uid)
         .where(*where).order_by(t.members.c.user_uid).limit(size + 1))).all()
     page = rows[:size]
-    return {"items": [{"org": str(org.uid), "user": str(r.user_uid), "email": r.email,
-                       "roles": list(r.roles)} for r in page],
+    return {"items": [{"user": str(r.user_uid), "email": r.email, "roles": list(r.roles),
+                       "joinedAt": rfc3339(r.joined_at)} for r in page],
             "next": str(page[-1].user_uid) if len(rows) > size else None}
 
 
@@ -191,9 +235,10 @@ async def put_role(conn: AsyncConnection, app_ref: str, name: str, role: RoleDef
     app = await find_app(conn, app_ref)
     check_name(name, "role")
     check_role(role)
+    role.grants = sorted(set(role.grants))
     check_against_tables(role, await load_snapshot(conn, app["uid"]))
     values = {"permissions": role.permissions, "row_policies": role.row_policies,
-              "redact": role.redact}
+              "redact": role.redact, "grants": sorted(set(role.grants))}
     stmt = insert(t.roles).values(app_uid=app["uid"], name=name, **values)
     await conn.execute(stmt.on_conflict_do_update(index_elements=["app_uid", "name"],
                                                   set_=values))
@@ -237,7 +282,8 @@ async def list_roles(conn: AsyncConnection, app_ref: str) -> list[dict[str, Any]
 
 
 def _role(row: Any) -> RoleDef:
-    return RoleDef(permissions=row.permissions, rowPolicies=row.row_policies, redact=row.redact)
+    return RoleDef(permissions=row.permissions, rowPolicies=row.row_policies, redact=row.redact,
+                   grants=row.grants)
 
 
 async def get_role(conn: AsyncConnection, app_ref: str, name: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from authoric_client.errors import AuthoricError
 from authoric_client.kinds import Kind, kinds_of
 from authoric_client.live import AsyncLiveQuery
 from authoric_client.models import Page, Status
+from authoric_client.org import AsyncOrg
 from authoric_client.session import Session
 from authoric_client.stream import AsyncSubscription, Backoff
 from authoric_client.typevars import TypeVar
@@ -147,13 +148,15 @@ class AsyncClient(Generic[S]):
 
     def __init__(self, url: str, app: str, *, timeout: float = 30.0,
                  clock: Callable[[], float] = time.monotonic, backoff: Backoff = Backoff(),
-                 read_timeout: float = 60.0, http: httpx.AsyncClient | None = None) -> None:
+                 read_timeout: float = 60.0, http: httpx.AsyncClient | None = None,
+                 api_key: str | None = None) -> None:
         self.app = app
         self.url = url
         self._http = http or httpx.AsyncClient(base_url=url, timeout=timeout)
         self._backoff = backoff
         self._read_timeout = read_timeout
-        self.auth = Session(self._http, f"/{app}", clock)
+        self.auth = Session(self._http, f"/{app}", clock, api_key)
+        self.org = AsyncOrg(self)  # the signed-in member's org (sections 3a, 3b)
         self._openapi: dict[str, Any] | None = None
 
     @property

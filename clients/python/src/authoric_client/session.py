@@ -33,8 +33,13 @@ class Tokens:
 
 
 class Session:
-    def __init__(self, http: httpx.AsyncClient, app_path: str, clock: Callable[[], float]) -> None:
+    """The token pair; or, with `api_key`, an API key sent instead (section 3b: nothing to
+    refresh)."""
+
+    def __init__(self, http: httpx.AsyncClient, app_path: str, clock: Callable[[], float],
+                 api_key: str | None = None) -> None:
         self._http = http
+        self.api_key = api_key
         self._auth = f"{app_path}/auth"
         self._clock = clock
         self._lock = asyncio.Lock()
@@ -48,6 +53,17 @@ class Session:
         async with self._lock:
             return self._keep(await self._post("token", body))
 
+    async def accept_invitation(self, token: str, password: str | None = None) -> dict[str, Any]:
+        """Accept an invitation with the token from its mail (section 3a): `password` creates
+        the account, or proves an existing one (signed in as it, none is needed). The session
+        is then the invited org's."""
+        body: dict[str, Any] = {"token": token}
+        if password is not None:
+            body["password"] = password
+        headers = {"Authorization": f"Bearer {self.tokens.access_token}"} if self.tokens else {}
+        async with self._lock:
+            return self._keep(await self._post("invitations/accept", body, headers))
+
     async def sign_out(self) -> None:
         async with self._lock:
             tokens, self.tokens = self.tokens, None
@@ -60,6 +76,8 @@ class Session:
 
     async def access_token(self) -> str | None:
         """The access token to send now, refreshed first when it is in its last tenth."""
+        if self.api_key is not None:
+            return self.api_key
         tokens = self.tokens
         if tokens is not None and tokens.stale(self._clock()):
             await self.refresh(tokens.access_token)
@@ -68,6 +86,8 @@ class Session:
     async def refresh(self, replacing: str | None = None) -> None:
         """Refresh the pair, unless the access token `replacing` (the one the caller found
         stale or refused) has been replaced by someone else's refresh meanwhile."""
+        if self.api_key is not None:
+            raise AuthoricError(401, "UNAUTHENTICATED", "the API key was refused")
         async with self._lock:
             tokens = self.tokens
             if tokens is None:
@@ -82,8 +102,9 @@ class Session:
                 raise
             self.refreshes += 1
 
-    async def _post(self, route: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = await self._http.post(f"{self._auth}/{route}", json=body)
+    async def _post(self, route: str, body: dict[str, Any],
+                    headers: dict[str, str] | None = None) -> dict[str, Any]:
+        response = await self._http.post(f"{self._auth}/{route}", json=body, headers=headers)
         if response.status_code >= 400:
             raise AuthoricError.from_response(response)
         return response.json() if response.content else {}

@@ -18,6 +18,7 @@ from typing import Any, Generic, Protocol, cast
 from authoric_client.aclient import AsyncClient, AsyncTable, Count, Filter, Row
 from authoric_client.live import AsyncLiveQuery
 from authoric_client.models import Event, Page, Status
+from authoric_client.org import AsyncInvitations, AsyncKeys, AsyncMembers, AsyncOrg
 from authoric_client.stream import AsyncSubscription, Backoff
 from authoric_client.typevars import TypeVar
 
@@ -67,6 +68,9 @@ class Auth:
 
     def refresh(self) -> None:
         self._loop.run(self._session.refresh())
+
+    def accept_invitation(self, token: str, password: str | None = None) -> dict[str, Any]:
+        return self._loop.run(self._session.accept_invitation(token, password))
 
     def sign_out(self) -> None:
         self._loop.run(self._session.sign_out())
@@ -216,6 +220,57 @@ class Table(Generic[R, N, P, F, Ord]):
             self._loop)
 
 
+class Members:
+    def __init__(self, inner: AsyncMembers, loop: _Loop) -> None:
+        self._inner, self._loop = inner, loop
+
+    def list(self, *, limit: int | None = None, after: str | None = None) -> dict[str, Any]:
+        return self._loop.run(self._inner.list(limit=limit, after=after))
+
+    def update(self, user: str, roles: Sequence[str]) -> dict[str, Any]:
+        return self._loop.run(self._inner.update(user, roles))
+
+    def remove(self, user: str) -> None:
+        self._loop.run(self._inner.remove(user))
+
+
+class Invitations:
+    def __init__(self, inner: AsyncInvitations, loop: _Loop) -> None:
+        self._inner, self._loop = inner, loop
+
+    def create(self, email: str, roles: Sequence[str]) -> dict[str, Any]:
+        return self._loop.run(self._inner.create(email, roles))
+
+    def list(self) -> builtins.list[dict[str, Any]]:
+        return self._loop.run(self._inner.list())
+
+    def revoke(self, uid: str) -> None:
+        self._loop.run(self._inner.revoke(uid))
+
+
+class Keys:
+    def __init__(self, inner: AsyncKeys, loop: _Loop) -> None:
+        self._inner, self._loop = inner, loop
+
+    def create(self, name: str, roles: Sequence[str], expires_at: str | None = None) -> dict[str, Any]:
+        return self._loop.run(self._inner.create(name, roles, expires_at))
+
+    def list(self) -> builtins.list[dict[str, Any]]:
+        return self._loop.run(self._inner.list())
+
+    def revoke(self, uid: str) -> None:
+        self._loop.run(self._inner.revoke(uid))
+
+
+class Org:
+    """`client.org` (see `AsyncOrg`), blocking."""
+
+    def __init__(self, inner: AsyncOrg, loop: _Loop) -> None:
+        self.members = Members(inner.members, loop)
+        self.invitations = Invitations(inner.invitations, loop)
+        self.keys = Keys(inner.keys, loop)
+
+
 class Tables(Protocol):
     """Any table, untyped rows: what `Client().table` is without generated types."""
 
@@ -231,13 +286,15 @@ class Client(Generic[S]):
 
     def __init__(self, url: str, app: str, *, timeout: float = 30.0,
                  clock: Callable[[], float] = time.monotonic, backoff: Backoff = Backoff(),
-                 read_timeout: float = 60.0) -> None:
+                 read_timeout: float = 60.0, api_key: str | None = None) -> None:
         self._loop = _Loop()
         self._async: AsyncClient[Any] = self._loop.run(_call(lambda: AsyncClient(
-            url, app, timeout=timeout, clock=clock, backoff=backoff, read_timeout=read_timeout)))
+            url, app, timeout=timeout, clock=clock, backoff=backoff, read_timeout=read_timeout,
+            api_key=api_key)))
         self.app = app
         self.url = url
         self.auth = Auth(self._async, self._loop)
+        self.org = Org(self._async.org, self._loop)
 
     @property
     def table(self) -> S:

@@ -1,0 +1,88 @@
+"""Tokens sent by mail (verify, reset; invitations can share the store by `purpose`).
+
+A token is 32 random bytes (URL-safe base64 in the link); only its SHA-256 is kept. Redeeming
+marks it used in the same statement that checks it (`UPDATE ... WHERE used_at IS NULL AND
+expires_at > now RETURNING`), so two concurrent redemptions cannot both succeed. The lookup is
+by the hash, so comparing never touches the secret itself. A used, expired and unknown token
+get the same answer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import secrets
+import uuid
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from authoric import clock
+from authoric.db import tables as t
+from authoric.errors import BadRequest
+
+VERIFY, RESET, INVITE = "verify", "reset", "invite"
+LIFETIMES = {VERIFY: 24 * 3600, RESET: 3600, INVITE: 7 * 24 * 3600}  # seconds
+TOKEN_BYTES = 32
+MAX_TOKEN_CHARS = 100  # a longer "token" is no token of ours; refused before hashing
+PURGE_BATCH = 100
+
+
+def token_hash(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+def invalid_token() -> BadRequest:
+    return BadRequest("the link is invalid, used or expired", {"reason": "invalid_token"})
+
+
+def _at(seconds: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC)
+
+
+async def issue_mail_token(conn: AsyncConnection, app_uid: uuid.UUID, purpose: str, *,
+                           user_uid: uuid.UUID | None = None, subject: str | None = None,
+                           data: dict[str, Any] | None = None,
+                           lifetime: float | None = None) -> str:
+    """A new token for `purpose` (kept as its hash, in the caller's transaction); the token
+    itself, for the mail's link. Earlier unused tokens of the same user and purpose stop
+    working: only the newest link does anything."""
+    if user_uid is not None:
+        await conn.execute(update(t.mail_tokens).where(
+            t.mail_tokens.c.user_uid == user_uid, t.mail_tokens.c.purpose == purpose,
+            t.mail_tokens.c.used_at.is_(None)).values(used_at=func.now()))
+    token = secrets.token_urlsafe(TOKEN_BYTES)
+    expires = clock.now() + (LIFETIMES[purpose] if lifetime is None else lifetime)
+    await conn.execute(t.mail_tokens.insert().values(
+        hash=token_hash(token), app_uid=app_uid, purpose=purpose, user_uid=user_uid,
+        subject=subject, data=data or {}, expires_at=_at(expires)))
+    await _purge_expired(conn)
+    return token
+
+
+async def redeem_mail_token(conn: AsyncConnection, app_uid: uuid.UUID, purpose: str,
+                            token: str) -> Any:
+    """The token's row (user_uid, subject, data), marked used by this very statement; 400
+    `invalid_token` for a used, expired, unknown or other app's or purpose's token."""
+    if not token or len(token) > MAX_TOKEN_CHARS:
+        raise invalid_token()
+    mt = t.mail_tokens
+    row = (await conn.execute(
+        update(mt).where(mt.c.hash == token_hash(token), mt.c.app_uid == app_uid,
+                         mt.c.purpose == purpose, mt.c.used_at.is_(None),
+                         mt.c.expires_at > _at(clock.now()))
+        .values(used_at=func.now())
+        .returning(mt.c.user_uid, mt.c.subject, mt.c.data))).first()
+    if row is None:
+        raise invalid_token()
+    return row
+
+
+async def _purge_expired(conn: AsyncConnection) -> None:
+    """A bounded batch of expired tokens goes with each new one (rows another transaction is
+    deleting are skipped)."""
+    expired = (select(t.mail_tokens.c.hash)
+               .where(t.mail_tokens.c.expires_at < _at(clock.now() - 86_400))
+               .limit(PURGE_BATCH).with_for_update(skip_locked=True))
+    await conn.execute(delete(t.mail_tokens).where(t.mail_tokens.c.hash.in_(expired)))

@@ -1,0 +1,70 @@
+"""The mail outbox: every mail is a row written in the transaction of the change that causes
+it (`enqueue_mail`), so a rolled-back change sends nothing and a crash after commit loses
+nothing. The sender (mail.sender) delivers pending rows after commit.
+
+Without an SMTP server the outbox is the app's mailbox (`GET /admin/apps/{app}/mail`): rows
+are kept with their bodies, status `mailbox`. With one, a sent mail keeps `to`, `subject` and
+`status` but not its body.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from authoric.catalog.types import rfc3339
+from authoric.db import tables as t
+from authoric.plan.listing import parse_id_cursor, parse_limit
+
+PENDING, SENT, FAILED, MAILBOX = "pending", "sent", "failed", "mailbox"
+DEFAULT_LIMIT, MAX_LIMIT = 50, 500
+
+
+@dataclass(frozen=True)
+class Mail:
+    """One message, as composed (mail.compose): plain text and HTML."""
+
+    app_uid: uuid.UUID
+    mail_from: str
+    to: str
+    subject: str
+    text: str
+    html: str
+
+
+async def enqueue_mail(conn: AsyncConnection, mail: Mail, *, smtp: bool) -> int:
+    """Write `mail` to the outbox in the caller's transaction; it goes out (`smtp`: through
+    the SMTP server; else into the app's mailbox) only if that transaction commits. The id."""
+    row_id: int = await conn.scalar(t.mail_outbox.insert().values(
+        app_uid=mail.app_uid, mail_from=mail.mail_from, mail_to=mail.to, subject=mail.subject,
+        text_body=mail.text, html_body=mail.html, status=PENDING if smtp else MAILBOX,
+    ).returning(t.mail_outbox.c.id))
+    return row_id
+
+
+async def list_mailbox(conn: AsyncConnection, app_uid: uuid.UUID, limit: str | None,
+                       after: str | None) -> dict[str, Any]:
+    """A page of the app's mail, newest first, and the cursor of the next page."""
+    size, before = parse_limit(limit, DEFAULT_LIMIT, MAX_LIMIT), parse_id_cursor(after)
+    box = t.mail_outbox
+    where = [box.c.app_uid == app_uid]
+    if before is not None:
+        where.append(box.c.id < before)
+    rows = (await conn.execute(select(box).where(and_(*where)).order_by(box.c.id.desc())
+                               .limit(size + 1))).mappings().all()
+    page = rows[:size]
+    return {"items": [_item(r) for r in page],
+            "next": str(page[-1]["id"]) if len(rows) > size else None}
+
+
+def _item(row: Any) -> dict[str, Any]:
+    item = {"id": str(row["id"]), "at": rfc3339(row["at"]), "to": row["mail_to"],
+            "subject": row["subject"], "text": row["text_body"], "html": row["html_body"],
+            "status": row["status"]}
+    if row["error"] is not None:
+        item["error"] = row["error"]
+    return item

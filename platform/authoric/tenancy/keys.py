@@ -1,0 +1,118 @@
+"""An org's API keys (section 3b): created by the operator or by a member with
+`org.keys:create` (roles within their grants), listed without the key, and revoked.
+
+The key is shown once, in the creation's answer; only its SHA-256 is kept (auth/api_keys.py).
+Revoking deletes the row and moves the app's version: the next request with the key fails
+its statement's guard on every replica, and the relay's policy NOTIFY has every process's
+streams of the key sent `reauth` `revoked`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+from uuid6 import uuid7
+
+from authoric import clock
+from authoric.auth.api_keys import key_hash, new_key
+from authoric.catalog.apps import bump_version
+from authoric.catalog.roles import ORG_KEYS
+from authoric.catalog.types import rfc3339
+from authoric.db import tables as t
+from authoric.errors import NotFound, ValidationFailed
+from authoric.tenancy.acting import OPERATOR_ACTOR, Acting, parse_uid
+from authoric.tenancy.models import NOT_BLANK
+from authoric.tenancy.service import app_and_org, known_roles
+
+
+class NewKey(BaseModel):
+    """`POST .../keys`: a name, the roles the key acts with, and when it stops working."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str = Field(pattern=NOT_BLANK, max_length=200)
+    roles: list[str] = Field(max_length=100)
+    expires_at: AwareDatetime | None = Field(default=None, alias="expiresAt")
+
+
+def _view(row: Any) -> dict[str, Any]:
+    return {"uid": str(row.uid), "name": row.name, "org": str(row.org_uid),
+            "roles": list(row.roles), "createdAt": rfc3339(row.created_at),
+            "expiresAt": rfc3339(row.expires_at) if row.expires_at else None,
+            "lastUsedAt": rfc3339(row.last_used_at) if row.last_used_at else None}
+
+
+async def create_key(conn: AsyncConnection, app_uid: uuid.UUID, org_uid: uuid.UUID,
+                     new: NewKey, created_by: dict[str, Any]) -> dict[str, Any]:
+    """A new key of the org with `new.roles` (known ones); its answer holds the key."""
+    roles = await known_roles(conn, app_uid, new.roles)
+    if new.expires_at is not None and new.expires_at.timestamp() <= clock.now():
+        raise ValidationFailed("expiresAt is in the past", {"expiresAt": new.expires_at.isoformat()})
+    key = new_key()
+    row = (await conn.execute(t.api_keys.insert().values(
+        uid=uuid7(), app_uid=app_uid, org_uid=org_uid, name=new.name.strip(), roles=roles,
+        key_hash=key_hash(key), expires_at=new.expires_at, created_by=created_by,
+    ).returning(*t.api_keys.c))).one()
+    return {**_view(row), "key": key}
+
+
+async def list_keys(conn: AsyncConnection, org_uid: uuid.UUID) -> list[dict[str, Any]]:
+    k = t.api_keys
+    rows = await conn.execute(select(k).where(k.c.org_uid == org_uid).order_by(k.c.uid))
+    return [_view(r) for r in rows]
+
+
+async def revoke_key(conn: AsyncConnection, app_uid: uuid.UUID, org_uid: uuid.UUID,
+                     ref: str, who: Acting | None = None) -> dict[str, Any]:
+    """Delete the org's key `ref` (404 for any other), judged for a member `who` by
+    `org.keys:delete` and their grants; the key as it was, for the log."""
+    k = t.api_keys
+    uid = parse_uid(ref, "key")
+    row = (await conn.execute(select(k).where(k.c.uid == uid, k.c.org_uid == org_uid)
+                              .with_for_update())).first()
+    if row is None:
+        raise NotFound("no such key", {"key": ref})
+    if who is not None:
+        who.within_grants(target=row.roles)
+    await conn.execute(delete(k).where(k.c.uid == uid))
+    await bump_version(conn, app_uid)
+    return _view(row)
+
+
+async def member_creates_key(conn: AsyncConnection, who: Acting, new: NewKey) -> dict[str, Any]:
+    who.require(ORG_KEYS, "create")
+    who.within_grants(requested=new.roles)
+    return await create_key(conn, who.app_uid, who.org_uid, new, who.actor)
+
+
+async def member_lists_keys(conn: AsyncConnection, who: Acting) -> list[dict[str, Any]]:
+    who.require(ORG_KEYS, "read_list")
+    return await list_keys(conn, who.org_uid)
+
+
+async def member_revokes_key(conn: AsyncConnection, who: Acting, ref: str) -> dict[str, Any]:
+    who.require(ORG_KEYS, "delete")
+    return await revoke_key(conn, who.app_uid, who.org_uid, ref, who)
+
+
+
+async def operator_creates_key(conn: AsyncConnection, app_ref: str, org_ref: str,
+                               new: NewKey) -> dict[str, Any]:
+    app, org = await app_and_org(conn, app_ref, org_ref)
+    return await create_key(conn, app["uid"], org.uid, new, OPERATOR_ACTOR)
+
+
+async def operator_lists_keys(conn: AsyncConnection, app_ref: str,
+                              org_ref: str) -> list[dict[str, Any]]:
+    _, org = await app_and_org(conn, app_ref, org_ref)
+    return await list_keys(conn, org.uid)
+
+
+async def operator_revokes_key(conn: AsyncConnection, app_ref: str, org_ref: str,
+                               ref: str) -> None:
+    app, org = await app_and_org(conn, app_ref, org_ref)
+    await revoke_key(conn, app["uid"], org.uid, ref)

@@ -1,0 +1,141 @@
+"""Sign-up, verification and account tokens (contract section 3).
+
+Callers: people signing themselves up (verification required or off, sign-up open or closed),
+holders of verify links (fresh, used, unknown), and account tokens (no org) on account and
+table routes."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.accounts import (
+    account_caller,
+    mails_to,
+    new_email,
+    open_sign_up,
+    signed_up,
+    token_in,
+    without_request_id,
+)
+from tests.scenario import AppWorld, Caller, expect
+
+
+def _sign_up(world: AppWorld, email: str, password: str = "a long password") -> httpx.Response:
+    return world.admin.client.post(f"/{world.name}/auth/signup",
+                                   json={"email": email, "password": password})
+
+
+def test_a_stranger_cannot_sign_up_while_sign_up_is_closed(world: AppWorld) -> None:
+    body = expect(_sign_up(world, new_email()), 403, "FORBIDDEN")
+    assert body["error"]["details"]["reason"] == "sign_up_closed"
+
+
+def test_a_person_signing_up_gets_a_verify_mail_whose_link_verifies_them(world: AppWorld) -> None:
+    open_sign_up(world)
+    email = new_email()
+    assert expect(_sign_up(world, email), 202) == {"status": "verification_sent"}
+    [mail] = mails_to(world, email)
+    assert world.name in mail["subject"] and mail["status"] == "mailbox"
+    assert f"/{world.name}/auth/pages/verify#token=" in mail["text"]
+    login = {"email": email, "password": "a long password"}
+    refused = expect(world.admin.client.post(f"/{world.name}/auth/token", json=login), 403)
+    assert refused["error"]["details"]["reason"] == "email_not_verified"
+    token = token_in(mail)
+    assert expect(world.admin.client.post(f"/{world.name}/auth/verify", json={"token": token}),
+                  200) == {"verified": True}
+    pair = expect(world.admin.client.post(f"/{world.name}/auth/token", json=login), 200)
+    assert pair["token_type"] == "Bearer"
+
+
+def test_a_verify_link_works_once_and_a_made_up_one_never(world: AppWorld) -> None:
+    open_sign_up(world)
+    email = new_email()
+    expect(_sign_up(world, email), 202)
+    token = token_in(mails_to(world, email)[0])
+    verify = f"/{world.name}/auth/verify"
+    expect(world.admin.client.post(verify, json={"token": token}), 200)
+    used = expect(world.admin.client.post(verify, json={"token": token}), 400, "BAD_REQUEST")
+    made_up = expect(world.admin.client.post(verify, json={"token": "x" * 43}), 400)
+    assert without_request_id(used) == without_request_id(made_up)
+    assert used["error"]["details"]["reason"] == "invalid_token"
+
+
+def test_signing_up_with_a_taken_email_answers_the_same_and_mails_the_owner(
+        world: AppWorld) -> None:
+    open_sign_up(world)
+    email = new_email()
+    first = _sign_up(world, email)
+    again = _sign_up(world, email, "another long one")
+    assert (first.status_code, first.json()) == (again.status_code, again.json())
+    subjects = [m["subject"] for m in mails_to(world, email)]
+    assert len(subjects) == 2 and "Your" in subjects[0] and "Confirm" in subjects[1]
+
+
+def test_with_verification_off_sign_up_gives_an_account_token_and_a_taken_email_409(
+        world: AppWorld) -> None:
+    open_sign_up(world, emailVerification="off")
+    email = new_email()
+    pair = expect(_sign_up(world, email), 201)
+    assert set(pair) == {"access_token", "refresh_token", "token_type", "expires_in"}
+    expect(_sign_up(world, email), 409, "CONFLICT")
+    assert mails_to(world, email) == []
+    me = expect(Caller(world.admin.client, pair["access_token"]).get(f"/{world.name}/auth/me"),
+                200)
+    assert me["user"]["email"] == email and me["user"]["emailVerified"] is False
+    assert me["org"] is None and me["memberships"] == [] and me["invitations"] == []
+
+
+def test_a_password_too_short_for_the_app_or_over_1024_bytes_is_refused(world: AppWorld) -> None:
+    open_sign_up(world, passwordMinLength=12)
+    expect(_sign_up(world, new_email(), "eleven char"), 422, "VALIDATION_FAILED")
+    expect(_sign_up(world, new_email(), "é" * 513), 422, "VALIDATION_FAILED")
+    expect(_sign_up(world, new_email(), "twelve chars"), 202)
+
+
+def test_an_account_token_is_refused_by_table_routes_with_no_org(world: AppWorld) -> None:
+    world.table("notes", [{"name": "body", "type": "text"}])
+    open_sign_up(world)
+    caller = account_caller(world, signed_up(world))
+    refused = expect(caller.get(world.rows("notes")), 403, "FORBIDDEN")
+    assert refused["error"]["details"]["reason"] == "no_org"
+    refused = expect(caller.post(world.rows("notes"), json={"body": "x"}), 403, "FORBIDDEN")
+    assert refused["error"]["details"]["reason"] == "no_org"
+    stream = caller.get(f"{world.rows('notes')}/subscribe",
+                        headers={"Accept": "text/event-stream"})
+    assert stream.status_code == 403 and stream.json()["error"]["details"]["reason"] == "no_org"
+
+
+def test_an_account_token_refreshes_into_another_account_token(world: AppWorld) -> None:
+    open_sign_up(world)
+    caller = account_caller(world, signed_up(world))
+    pair = expect(world.admin.client.post(f"/{world.name}/auth/refresh",
+                                          json={"refresh_token": caller.refresh_token}), 200)
+    me = expect(Caller(world.admin.client, pair["access_token"]).get(f"/{world.name}/auth/me"),
+                200)
+    assert me["org"] is None and me["user"]["emailVerified"] is True
+
+
+def test_a_user_creates_an_org_and_owns_it_when_the_app_lets_users(world: AppWorld) -> None:
+    world.role("owner", ["*:*"])
+    open_sign_up(world)
+    caller = account_caller(world, signed_up(world))
+    closed = expect(caller.post(f"/{world.name}/orgs", json={"name": "Acme"}), 403)
+    assert closed["error"]["details"]["reason"] == "org_creation_closed"
+    expect(world.admin.patch(world.base, json={"settings": {
+        "orgCreation": "users", "orgOwnerRoles": ["owner"]}}), 200)
+    made = expect(caller.post(f"/{world.name}/orgs", json={"name": "Acme"}), 201)
+    assert made["org"]["name"] == "Acme"
+    owner = Caller(world.admin.client, made["access_token"])
+    me = expect(owner.get(f"/{world.name}/auth/me"), 200)
+    assert me["org"] == made["org"]["uid"] and me["roles"] == ["owner"]
+    assert me["memberships"] == [{"org": made["org"]["uid"], "orgName": "Acme",
+                                  "roles": ["owner"]}]
+    audit = expect(world.admin.get(f"{world.base}/audit"), 200)["items"]
+    assert audit[0]["action"] == "org.create"
+    assert audit[0]["details"]["actor"]["kind"] == "member"
+
+
+def test_operator_created_users_are_verified(world: AppWorld) -> None:
+    user = world.user()
+    users = expect(world.admin.get(f"{world.base}/users"), 200)["items"]
+    assert [u["emailVerified"] for u in users if u["uid"] == user["uid"]] == [True]
