@@ -20,7 +20,15 @@ Faults, one after another, drawn at random (the first round takes every kind onc
   issued `LISTEN authoric_pending`, which a sequencer does once it holds the lock), whichever
   replica leads: nothing is stamped until its backend ends itself and another takes the lead;
 - `slow`: a follower stops reading for 5-20 s (a small receive buffer, so the server's
-  queue for it fills and the server may drop it, which it must do rather than skip).
+  queue for it fills and the server may drop it, which it must do rather than skip);
+- `hook_outage`: a webhook receiver answers 503 for 5-20 s (the webhook retries, holding its
+  later changes back).
+Webhooks (contract section 8): two receivers on loopback, one for a webhook with the operator's
+view of every org, one for a webhook judged as `reader` in org A. Per webhook, after dropping
+duplicates by `webhook-id`: every acknowledged write of its orgs received (0 lost), and the
+ids strictly increasing (0 out of order). The replicas retry a failed delivery after at most
+0.5 s, doubling up to 5 s (AUTHORIC_WEBHOOK_RETRY_BASE/MAX), so the drain is not spent in
+hour-long backoffs.
 
 A write is acknowledged when the server answered 201 (or 409 for a retry of a write whose
 answer was lost: its unique `number` is taken, so the first attempt committed), or when the
@@ -37,6 +45,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import math
 import random
@@ -60,11 +69,11 @@ from tests.servers import ServerProcess, start_server
 from tests.sse import fresh_database
 
 from authoric.db.embedded import pgserver_module
-from bench.fanout import SseClient, subscribe_request
+from bench.sse_clients import SseClient, subscribe_request
 
 CHANNEL = b"authoric_changes"  # the relay's LISTEN (changes/sequencer.py)
 LEADING = b"authoric_pending"  # the sequencer's LISTEN, once it has taken the lead
-KINDS = ("kill", "pg_fast", "pg_immediate", "freeze", "freeze_leader", "slow")
+KINDS = ("kill", "pg_fast", "pg_immediate", "freeze", "freeze_leader", "slow", "hook_outage")
 COLUMNS: list[dict[str, Any]] = [
     {"name": "number", "type": "text", "required": True, "unique": True},
     {"name": "org_tag", "type": "text", "required": True},
@@ -73,7 +82,87 @@ BODY = "x" * 40_000  # events of ~40 KB: a stalled follower overflows within sec
 REPLICA_ENV = {
     "AUTHORIC_SSE_QUEUE_SIZE": "16",  # a follower that stops reading overflows soon
     "AUTHORIC_SSE_MAX_STREAMS_PER_USER": "1000",  # leases of killed replicas linger 60 s
+    "AUTHORIC_WEBHOOK_ALLOW_PRIVATE": "true",  # the receivers listen on loopback
+    "AUTHORIC_WEBHOOK_RETRY_BASE": "0.5",
+    "AUTHORIC_WEBHOOK_RETRY_MAX": "5",
 }
+
+
+def _epoch(stamp: str | None) -> float:
+    """An RFC 3339 UTC timestamp as epoch seconds (now when absent)."""
+    if not stamp:
+        return time.time()
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+class HookReceiver:
+    """A webhook receiver on loopback (HTTP/1.1, keep-alive): records each delivery's
+    `webhook-id` and, for an insert, its row's `number`; answers 503 during an outage."""
+
+    def __init__(self, name: str, orgs: tuple[str, ...]) -> None:
+        self.name, self.orgs = name, orgs  # the writers' orgs ("A", "B") it should receive
+        self.server: asyncio.Server | None = None
+        self.received: list[tuple[int, str | None]] = []  # (webhook-id, number), as they came
+        self.down_until = 0.0
+        self.refused = 0
+        self.lags: list[float] = []  # seconds from each first delivery's change to its arrival
+        self.seen: set[int] = set()
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/hook"
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                headers = {k.strip().lower(): v.strip() for k, _, v in
+                           (line.decode().partition(":") for line in head.split(b"\r\n")[1:])
+                           if k}
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                if time.monotonic() < self.down_until:
+                    self.refused += 1
+                    writer.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+                else:
+                    event = json.loads(body)
+                    row = event.get("row") or {}
+                    number = row.get("number") if event.get("type") == "insert" else None
+                    pos = int(headers["webhook-id"])
+                    if pos not in self.seen:
+                        self.seen.add(pos)
+                        self.lags.append(time.time() - _epoch(event.get("timestamp")))
+                    self.received.append((pos, number))
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            writer.close()
+
+    def first_seen(self) -> list[tuple[int, str | None]]:
+        """Each webhook-id once, in the order first received (a receiver's dedup)."""
+        seen: dict[int, str | None] = {}
+        for pos, number in self.received:
+            seen.setdefault(pos, number)
+        return list(seen.items())
+
+    def numbers(self) -> set[str]:
+        return {n for _, n in self.first_seen() if n is not None}
+
+    def out_of_order(self) -> int:
+        ids = [pos for pos, _ in self.first_seen()]
+        return sum(1 for a, b in itertools.pairwise(ids) if b <= a)
+
+    def duplicates(self) -> int:
+        return len(self.received) - len(self.first_seen())
 
 
 # --- PostgreSQL and the proxy in front of it -------------------------------------------------
@@ -492,6 +581,7 @@ class Options:
     gap: tuple[float, float] = (2.0, 8.0)  # seconds between faults
     kinds: tuple[str, ...] = KINDS  # the faults to draw from
     quiet: bool = False
+    keep_logs_of_failure: bool = False  # the work directory (replicas' logs) of a failed run
 
 
 @dataclass
@@ -510,6 +600,11 @@ class Result:
     stalls_dropped: tuple[int, int] = (0, 0)  # stalled followers the server dropped, stalls
     relistened: list[float] = field(default_factory=list)  # freezes outlived by a reconnect
     taken_over: list[float] = field(default_factory=list)  # leader freezes outlived by a new lead
+    hooks_lost: int = 0  # acknowledged writes a webhook's receiver never got
+    hooks_out_of_order: int = 0  # first deliveries whose webhook-id was not above the last
+    hooks_received: int = 0  # distinct deliveries, all receivers
+    hooks_duplicates: int = 0  # deliveries received again (at least once: allowed)
+    hooks_refused: int = 0  # attempts answered 503 during outages
     longest_wait: float = 0.0  # seconds from a write's acknowledgement to a reading follower
     longest_what: str = ""
     seconds: float = 0.0
@@ -517,7 +612,7 @@ class Result:
 
     def clean(self) -> bool:
         return (self.acknowledged > 0 and self.lost == self.duplicated == self.out_of_order
-                == self.leaked == self.resyncs == 0)
+                == self.leaked == self.resyncs == self.hooks_lost == self.hooks_out_of_order == 0)
 
     def report(self) -> str:
         faults = ", ".join(f"{k} {self.faults[k]}" for k in KINDS)
@@ -528,6 +623,9 @@ class Result:
                 f"resyncs {self.resyncs}\nfaults: {faults}\nfreezes (s) a relay got past by "
                 f"reconnecting before the thaw: {relisten}\nleader freezes (s) outlived by "
                 f"another sequencer taking the lead before the thaw: {takeover}\n"
+                f"webhooks: received {self.hooks_received}, lost {self.hooks_lost}, out of "
+                f"order {self.hooks_out_of_order} (after dropping {self.hooks_duplicates} "
+                f"duplicates by webhook-id; {self.hooks_refused} attempts refused in outages)\n"
                 f"writes retried {self.retried_writes}"
                 f", replica crashes {self.replica_crashes}, replica start attempts "
                 f"{self.replica_start_attempts}, streams opened {self.streams_opened}, "
@@ -548,7 +646,9 @@ class Scene:
     readers: dict[str, list[str]]
 
     @classmethod
-    def build(cls, server: ServerProcess) -> Scene:
+    def build(cls, server: ServerProcess, hooks: dict[str, str] | None = None) -> Scene:
+        """`hooks`: receiver URLs, "all" (the operator's view of every org) and "A" (judged
+        as `reader` in org A)."""
         with httpx.Client(base_url=server.url, timeout=60) as client:
             world = AppWorld.create(server, client)
             expect(world.admin.patch(world.base, json={"settings": {"accessTokenTtl": 86_400}}),
@@ -557,6 +657,10 @@ class Scene:
             orgs = {"A": world.org("A"), "B": world.org("B")}
             world.role("clerk", ["events:*"])
             world.role("reader", ["events:read_list", "events:read"])
+            for scope, url in (hooks or {}).items():
+                body = ({"url": url, "tables": ["events"]} if scope == "all" else
+                        {"url": url, "tables": ["events"], "org": orgs[scope], "role": "reader"})
+                expect(world.admin.post(f"{world.base}/webhooks", json=body), 201)
             return cls(world.rows("events"), str(table), orgs,
                        {o: str(world.caller(uid, ["clerk"]).token) for o, uid in orgs.items()},
                        {o: [str(world.caller(uid, ["reader"]).token) for _ in range(2)]
@@ -577,6 +681,7 @@ class Chaos:
         self.replicas: Replicas | None = None
         self.writers: list[Writer] = []
         self.followers: list[Follower] = []
+        self.hooks = {"all": HookReceiver("all", ("A", "B")), "A": HookReceiver("A", ("A",))}
 
     def say(self, text: str) -> None:
         if not self.options.quiet:
@@ -589,8 +694,11 @@ class Chaos:
         self.replicas = replicas = Replicas(proxied, self.work, 3)
         for slot in range(3):
             await replicas.start(slot)
+        for hook in self.hooks.values():
+            await hook.start()
         # Synchronous HTTP in a thread: this loop runs the proxy the servers need meanwhile.
-        scene = await asyncio.to_thread(Scene.build, replicas.live()[0])
+        scene = await asyncio.to_thread(Scene.build, replicas.live()[0],
+                                        {k: h.url for k, h in self.hooks.items()})
         self.say(f"3 replicas up on {proxied}; writing for {self.options.seconds:.0f} s")
         start_id = await log_head(direct)
         path, table, orgs, clerks = scene.path, scene.table, scene.orgs, scene.clerks
@@ -624,6 +732,8 @@ class Chaos:
             await replicas.stop()
             await watcher
             await self.proxy.stop()
+            for hook in self.hooks.values():
+                await hook.stop()
         return self.result(elapsed)
 
     async def inflict(self, deadline: float) -> None:
@@ -684,6 +794,12 @@ class Chaos:
                 self.takeover.append(seconds)
             link.flowing.set()
             return True
+        if kind == "hook_outage":
+            hook, seconds = self.rng.choice(list(self.hooks.values())), self.rng.uniform(5, 20)
+            self.say(f"hook_outage: webhook receiver {hook.name} answers 503 for {seconds:.1f} s")
+            hook.down_until = time.monotonic() + seconds
+            await asyncio.sleep(seconds)
+            return True
         follower, seconds = self.rng.choice(self.followers), self.rng.uniform(5, 20)
         self.say(f"slow: follower {follower.name} stops reading for {seconds:.1f} s")
         await follower.stall(seconds)
@@ -693,15 +809,25 @@ class Chaos:
         return [n for w in self.writers if w.org == follower.org for n in w.acknowledged
                 if n not in follower.received]
 
+    def hook_missing(self, hook: HookReceiver) -> list[str]:
+        got = hook.numbers()
+        return [n for w in self.writers if w.org in hook.orgs for n in w.acknowledged
+                if n not in got]
+
     async def drain(self, deadline: float) -> None:
-        """Wait until every follower has every acknowledged write of its org, or `deadline`."""
+        """Wait until every follower and webhook receiver has every acknowledged write of its
+        orgs, or `deadline`."""
         while time.monotonic() < deadline:
-            if not any(self.missing(f) for f in self.followers):
+            if not (any(self.missing(f) for f in self.followers)
+                    or any(self.hook_missing(h) for h in self.hooks.values())):
                 return
             await asyncio.sleep(0.5)
         for f in self.followers:
             if gone := self.missing(f):
                 self.say(f"{f.name} never received {len(gone)}: {gone[:10]}; {f.state()}")
+        for h in self.hooks.values():
+            if gone := self.hook_missing(h):
+                self.say(f"webhook {h.name} never received {len(gone)}: {gone[:10]}")
 
     def result(self, elapsed: float) -> Result:
         assert self.replicas is not None
@@ -717,6 +843,11 @@ class Chaos:
             leaked=sum(f.leaked for f in self.followers),
             resyncs=sum(f.resyncs for f in self.followers),
             faults=self.faults, relistened=self.relisten, taken_over=self.takeover,
+            hooks_lost=sum(len(self.hook_missing(h)) for h in self.hooks.values()),
+            hooks_out_of_order=sum(h.out_of_order() for h in self.hooks.values()),
+            hooks_received=sum(len(h.first_seen()) for h in self.hooks.values()),
+            hooks_duplicates=sum(h.duplicates() for h in self.hooks.values()),
+            hooks_refused=sum(h.refused for h in self.hooks.values()),
             retried_writes=sum(w.retries for w in self.writers),
             replica_crashes=self.replicas.crashes,
             replica_start_attempts=self.replicas.start_attempts,
@@ -742,13 +873,18 @@ async def run(options: Options) -> Result:
     work = Path(tempfile.mkdtemp(prefix="authoric-chaos-"))
     work.chmod(0o755)
     chaos: Chaos | None = None
+    result: Result | None = None
     try:
         chaos = Chaos(options, work)
-        return await chaos.run()
+        result = await chaos.run()
+        return result
     finally:
         if chaos is not None:
             chaos.postgres.cleanup()
-        shutil.rmtree(work, ignore_errors=True)
+        if result is not None and not result.clean() and options.keep_logs_of_failure:
+            print(f"the replicas' logs are kept in {work}", flush=True)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -764,7 +900,7 @@ def main(argv: list[str] | None = None) -> int:
     if not kinds or set(kinds) - set(KINDS):
         parser.error(f"--faults: a comma-separated subset of {','.join(KINDS)}")
     result = asyncio.run(run(Options(seconds=args.seconds, drain=args.drain, seed=args.seed,
-                                     kinds=kinds)))
+                                     kinds=kinds, keep_logs_of_failure=True)))
     print(result.report(), flush=True)
     print("PASS" if result.clean() else "FAIL", flush=True)
     return 0 if result.clean() else 1

@@ -28,25 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.fanout import (
-    ROLES,
-    TABLE,
-    Cpu,
-    Database,
-    Server,
-    SseClient,
-    World,
-    banner,
-    build_world,
-    database,
-    install_uvloop,
-    mark_connected,
-    open_subscribers,
-    raise_nofile,
-    rss_bytes,
-    running_server,
-    subscribe_request,
-)
+from bench.fanout_world import ROLES, TABLE, World, build_world
+from bench.harness import Database, Server, banner, database, install_uvloop, running_server
+from bench.procstat import Cpu, raise_nofile, rss_bytes
+from bench.sse_clients import SseClient, mark_connected, open_subscribers, subscribe_request
 
 MiB = 2**20
 

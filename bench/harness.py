@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import os
+import platform
 import secrets
 import signal
 import socket
@@ -212,3 +214,18 @@ async def database_backend_pids(url: str) -> list[int]:
     finally:
         await conn.close()
     return [int(row["pid"]) for row in rows]
+
+
+def banner(name: str) -> None:
+    print(f"Authoric {name} benchmark, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, "
+          f"{os.cpu_count()} cores (shared by load generator, server and PostgreSQL), "
+          f"Python {platform.python_version()}, database: "
+          f"{'DATABASE_URL' if os.environ.get('DATABASE_URL') else 'embedded, fresh'}; "
+          f"load average before: {os.getloadavg()[0]:.2f}", flush=True)
+
+
+def install_uvloop() -> None:
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        uvloop.install()

@@ -25,24 +25,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.fanout import (
-    ROLES,
-    TABLE,
-    Cpu,
-    Database,
-    RawHttp,
-    Server,
-    SseClient,
-    World,
-    banner,
-    build_world,
-    database,
-    install_uvloop,
-    pct,
-    row_body,
-    running_server,
-    subscribe_request,
-)
+from bench.fanout_run import pct
+from bench.fanout_world import ROLES, TABLE, World, build_world, row_body
+from bench.harness import Database, Server, banner, database, install_uvloop, running_server
+from bench.procstat import Cpu
+from bench.sse_clients import RawHttp, SseClient, subscribe_request
 
 
 @dataclass

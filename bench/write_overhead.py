@@ -138,7 +138,7 @@ async def run_pgbench(variant: str, args: argparse.Namespace, dsn: str, work: Pa
                       db_pid: int | None) -> dict[str, float]:
     from authoric.changes.sequencer import Sequencer
     from authoric.settings import Settings
-    from bench.fanout import tree_cpu
+    from bench.procstat import tree_cpu
 
     script = work / f"{variant.replace('+', '_')}.sql"
     script.write_text("\n".join(SCRIPTS[variant]) + "\n")
@@ -182,7 +182,9 @@ async def run_pgbench(variant: str, args: argparse.Namespace, dsn: str, work: Pa
 
 async def rest_creates(server: Any, app: str, token: str, args: argparse.Namespace,
                        db_pid: int | None) -> dict[str, float]:
-    from bench.fanout import TABLE, Cpu, RawHttp, row_body
+    from bench.fanout_world import TABLE, row_body
+    from bench.procstat import Cpu
+    from bench.sse_clients import RawHttp
 
     start = time.perf_counter()
     measure_from, end = start + args.warmup, start + args.warmup + args.seconds
@@ -230,7 +232,8 @@ async def rest_creates(server: Any, app: str, token: str, args: argparse.Namespa
 def rest_part(args: argparse.Namespace, work: Path, db: Any) -> dict[str, list[dict[str, float]]]:
     import secrets
 
-    from bench.fanout import build_world, running_server
+    from bench.fanout_world import build_world
+    from bench.harness import running_server
 
     jwt_secret = secrets.token_urlsafe(32)
     env = {"AUTHORIC_JWT_SECRET": jwt_secret}
@@ -273,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"subset of: {', '.join(REST_VARIANTS)}")
     args = ap.parse_args(argv)
     args.rest_variants = [v.strip() for v in args.rest_variants.split(",") if v.strip()]
-    from bench.fanout import banner, database, install_uvloop
+    from bench.harness import banner, database, install_uvloop
 
     install_uvloop()
     banner("write overhead")

@@ -55,22 +55,13 @@ from pathlib import Path
 
 import httpx
 
-from bench.fanout import (
-    RawHttp,
-    SseClient,
-    install_uvloop,
-    note_control,
-    open_subscribers,
-    pct,
-    raise_nofile,
-    resolve_connected,
-    subscribe_request,
-)
+from bench.fanout_run import pct
 from bench.harness import (
     Database,
     PostgresCpu,
     Server,
     database,
+    install_uvloop,
     machine_busy_seconds,
     process_tree,
     running_server,
@@ -85,6 +76,15 @@ from bench.peers.systems import (
     pocketbase_target,
     row,
     running_pocketbase,
+)
+from bench.procstat import raise_nofile
+from bench.sse_clients import (
+    RawHttp,
+    SseClient,
+    note_control,
+    open_subscribers,
+    resolve_connected,
+    subscribe_request,
 )
 
 SYSTEMS = ("authoric", "pocketbase")

@@ -6,6 +6,7 @@ import asyncio
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -31,6 +32,7 @@ from authoric.http import (
     org,
     sessions,
     subscribe,
+    webhooks,
 )
 from authoric.http.admin_audit import AdminAudit
 from authoric.http.context import Services
@@ -47,6 +49,7 @@ from authoric.realtime.hub import Hub
 from authoric.realtime.stream_leases import StreamLeases
 from authoric.serving.handoff import start_handoff
 from authoric.settings import Settings
+from authoric.webhooks.worker import Deliverer, Tee
 
 # Net allocations of tracked objects between two young collections (CPython's default: 700).
 # A request frees nearly everything it allocates by reference counting, but at 50 connections
@@ -100,8 +103,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.source = source
         app.state.stream_leases = StreamLeases(engine, settings)
         settle_collector()
+        deliverer = app.state.webhooks = Deliverer(settings, engine, source, snapshots, counted)
         sequencer.start()
-        source.start(hub)
+        source.start(Tee(hub, deliverer))
+        deliverer.start()
         app.state.services.indexes.start_sweep()
         sampler = asyncio.create_task(counted.sample_request_pool(pool))
         handoff = app.state.handoff = start_handoff(settings, app, counted)
@@ -117,6 +122,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await app.state.services.indexes.stop()
             # By now uvicorn has stopped accepting, streams have ended (sse-starlette sees the
             # shutdown) and in-flight requests have finished or the grace period is over.
+            await deliverer.stop()
             await source.stop()
             await hub.close()
             await sequencer.stop()
@@ -144,7 +150,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # (`.../subscribe` is not a row uid).
     routers = (subscribe.router, autocrud.router, health.router, metrics.router, admin.router,
                console.router, console_static.router, openapi.router, sessions.router,
-               accounts.router, account_pages.router, admin_accounts.router, org.router)
+               accounts.router, account_pages.router, admin_accounts.router, org.router,
+               webhooks.router)
     for router in routers:
         app.include_router(router)
     # Ahead of the whole stack, table requests by one path split (http/table_route.py), served
@@ -158,3 +165,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 def app_from_env() -> FastAPI:
     """Factory for `uvicorn --factory` (used by `authoric serve --workers N`)."""
     return create_app(Settings())
+
+
+def platform_document() -> dict[str, Any]:
+    """The platform's OpenAPI document (`GET /openapi.json`), built without starting anything:
+    no database, no secrets read (the ones given are placeholders never used)."""
+    placeholder = Settings(database_url="postgresql://unused@localhost/unused",
+                           admin_token="x" * 32, jwt_secret="x" * 32)
+    return create_app(placeholder).openapi()

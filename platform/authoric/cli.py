@@ -8,6 +8,7 @@ import atexit
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -53,6 +54,36 @@ def default_workers() -> int:
     return max(1, min(cpus, MAX_DEFAULT_WORKERS))
 
 
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
+
+
+def announced_base(host: str, port: int, public_url: str | None = None) -> str:
+    """The address to print: AUTHORIC_PUBLIC_URL when set (behind a proxy or a port mapping
+    only the operator knows it), else the listening address, where a wildcard host (every
+    interface, as in a container) becomes localhost: 0.0.0.0 is no address a browser opens."""
+    if public_url:
+        return public_url.rstrip("/")
+    shown = "localhost" if host in WILDCARD_HOSTS else host
+    return f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
+
+
+def listen_refusal(host: str, port: int) -> str | None:
+    """Why the server could not listen on host:port (e.g. another server holds the port), as
+    the operator should read it, with the way out; None when it can. Asked before anything
+    is printed or started, so a taken port is the first and only thing said."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        return (f"cannot listen on {host}:{port}: {reason}. Is another server running there? "
+                f"Stop it, or start on another port: --port {port + 1}")
+    return None
+
+
 def announce(base: str, token: Secret) -> None:
     """Where the server is; the admin token only when generated just now (never one from the
     environment, never again on later starts: logs are kept longer than terminals)."""
@@ -72,6 +103,10 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
     from authoric.observability.logs import log_config
 
+    refusal = listen_refusal(args.host, args.port)
+    if refusal is not None:
+        print(refusal, file=sys.stderr, flush=True)
+        return STARTUP_FAILURE
     url = database_url(settings)
     migrate.upgrade(url)
     # Workers re-read settings from the environment: hand them the resolved database.
@@ -91,7 +126,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         handoff_dir = tempfile.mkdtemp(prefix="authoric-streams-")
         atexit.register(shutil.rmtree, handoff_dir, ignore_errors=True)
         os.environ["AUTHORIC_STREAM_HANDOFF_DIR"] = handoff_dir
-    announce(f"http://{args.host}:{args.port}", token)
+    announce(announced_base(args.host, args.port, settings.public_url), token)
     # uvicorn re-raises the signal that stopped it once it has shut down gracefully; with
     # these handlers in place that is a no-op, so we return 0 and atexit stops the embedded
     # PostgreSQL (instead of dying by the signal, leaving it running).
@@ -121,8 +156,9 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     try:
         shared = (per_worker_socket(args.host, args.port) if reuse_port_available()
                   else config.bind_socket())
-    except OSError as exc:  # e.g. the address is in use
-        print(f"cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr, flush=True)
+    except OSError:  # taken since the check above
+        print(listen_refusal(args.host, args.port) or f"cannot listen on {args.host}:{args.port}",
+              file=sys.stderr, flush=True)
         return STARTUP_FAILURE
     Multiprocess(config, sockets=[shared]).run()
     return 0

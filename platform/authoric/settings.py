@@ -78,8 +78,9 @@ class Settings(BaseSettings):
     # seconds between the sender's looks at the outbox for mail committed by other processes
     mail_poll_interval: float = Field(default=2.0, gt=0)
     # the address people open the server at (https://auth.example.com): links in mail to the
-    # server's own pages start with it. Unset: the address each request was made to, which a
-    # client chooses with its Host header; set it wherever the server is reachable by others.
+    # server's own pages start with it, and `authoric serve` prints it. Unset: the address
+    # each request was made to, which a client chooses with its Host header; set it wherever
+    # the server is reachable by others.
     public_url: str | None = None
 
     # `authoric serve` processes; unset: one per core, at most 3
@@ -95,6 +96,13 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"
     # a bearer token for GET /metrics only (the admin token is always accepted)
     metrics_token: str | None = None
+
+    # webhooks (contract section 8): deliver to loopback, private, link-local and unspecified
+    # addresses too (`true` only where the receivers are on a private network, or in tests)
+    webhook_allow_private: bool = False
+    # seconds: the backoff ceiling after a webhook's first failure, doubling up to the maximum
+    webhook_retry_base: float = Field(default=5.0, gt=0)
+    webhook_retry_max: float = Field(default=3600.0, gt=0)
 
     def secret_file(self, name: str) -> Path:
         return self.data_dir / name

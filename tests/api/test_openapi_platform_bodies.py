@@ -33,6 +33,18 @@ BODY_ROUTES = [
     ("post", "/{app}/auth/logout"),
 ]
 
+# The generic row writes: a JSON object of the app's columns (the app's own document declares
+# which), on the REST routes and the operator's rows routes.
+ROW_BODY_ROUTES = [
+    ("post", "/{app}/autocrud/{table}"),
+    ("patch", "/{app}/autocrud/{table}"),
+    ("patch", "/{app}/autocrud/{table}/{uid}"),
+    ("post", "/admin/apps/{app}/tables/{table}/rows"),
+    ("patch", "/admin/apps/{app}/tables/{table}/rows/{uid}"),
+]
+BULK_UPDATE = ("patch", "/{app}/autocrud/{table}")  # the columns in {"set": ...}
+WRITE_METHODS = ("post", "put", "patch")
+
 
 @pytest.fixture(autouse=True)
 def no_stack_traces(server: ServerProcess) -> Iterator[None]:
@@ -75,12 +87,82 @@ def test_anyone_reads_in_the_platform_document_the_body_each_route_takes(
         assert error == {"$ref": "#/components/schemas/ErrorBody"}, (status, error)
 
 
+@pytest.mark.parametrize(("method", "path"), ROW_BODY_ROUTES)
+def test_anyone_reads_in_the_platform_document_that_each_row_write_takes_an_object_of_columns(
+        platform_doc: dict[str, Any], method: str, path: str) -> None:
+    schema = _body_schema(platform_doc, method, path)
+    assert schema["type"] == "object" and "/{app}/openapi.json" in schema["description"]
+    columns = schema["properties"]["set"] if (method, path) == BULK_UPDATE else schema
+    assert columns["type"] == "object" and columns["additionalProperties"] is True
+    errors = platform_doc["paths"][path][method]["responses"]
+    for status in ("400", "415", "422"):
+        error = errors[status]["content"]["application/json"]["schema"]
+        assert error == {"$ref": "#/components/schemas/ErrorBody"}, (status, error)
+
+
+def test_every_write_route_in_the_platform_document_declares_the_body_it_takes(
+        platform_doc: dict[str, Any]) -> None:
+    undeclared = [(method, path) for path, operations in platform_doc["paths"].items()
+                  for method, operation in operations.items()
+                  if method in WRITE_METHODS and not operation.get("requestBody", {}).get(
+                      "content")]
+    assert undeclared == []
+    for method, path in BODY_ROUTES + ROW_BODY_ROUTES:
+        assert "application/json" in platform_doc["paths"][path][method]["requestBody"]["content"]
+    for path in ("/{app}/autocrud/{table}/import", "/admin/apps/{app}/tables/{table}/rows/import"):
+        assert "text/csv" in platform_doc["paths"][path]["post"]["requestBody"]["content"]
+
+
+def test_row_bodies_that_fit_the_platform_document_are_written_by_member_and_operator(
+        world: AppWorld, platform_doc: dict[str, Any]) -> None:
+    world.table("notes", [{"name": "body", "type": "text"}, {"name": "n", "type": "integer"}])
+    world.role("writer", ["notes:*"])
+    org = world.org("North")
+    member = world.caller(org, ["writer"])
+    fits = {route: _validator(platform_doc, *route) for route in ROW_BODY_ROUTES}
+    rows, admin_rows = world.rows("notes"), f"{world.base}/tables/notes/rows"
+
+    body: dict[str, Any] = {"body": "first", "n": 1}
+    fits[("post", "/{app}/autocrud/{table}")].validate(body)
+    uid = expect(member.post(rows, json=body), 201)["uid"]
+    body = {"n": 2}
+    fits[("patch", "/{app}/autocrud/{table}/{uid}")].validate(body)
+    expect(member.patch(f"{rows}/{uid}", json=body), 200)
+    assert not fits[BULK_UPDATE].is_valid({"body": "every"})  # as the server refuses it
+    expect(member.patch(rows, params={"n": 2}, json={"body": "every"}), 422, "VALIDATION_FAILED")
+    body = {"set": {"body": "every"}}
+    fits[BULK_UPDATE].validate(body)
+    expect(member.patch(rows, params={"n": 2}, json=body), 200)
+    row = expect(member.get(f"{rows}/{uid}"), 200)
+    assert (row["body"], row["n"]) == ("every", 2)
+
+    body = {"org": org, "body": "by the operator"}
+    fits[("post", "/admin/apps/{app}/tables/{table}/rows")].validate(body)
+    made = expect(world.admin.post(admin_rows, json=body), 201)
+    body = {"n": 7}
+    fits[("patch", "/admin/apps/{app}/tables/{table}/rows/{uid}")].validate(body)
+    assert expect(world.admin.patch(f"{admin_rows}/{made['uid']}", json=body), 200)["n"] == 7
+
+
+def test_the_operator_creating_a_row_without_its_org_is_refused_as_the_document_says(
+        world: AppWorld, platform_doc: dict[str, Any]) -> None:
+    world.table("notes", [{"name": "body", "type": "text"}])
+    world.org("North")
+    admin_rows = f"{world.base}/tables/notes/rows"
+    body = {"body": "whose?"}
+    assert not _validator(platform_doc, "post", "/admin/apps/{app}/tables/{table}/rows").is_valid(
+        body)
+    expect(world.admin.post(admin_rows, json=body), 422, "VALIDATION_FAILED")
+    assert expect(world.admin.get(admin_rows), 200)["items"] == []
+
+
 def test_the_platform_document_declares_the_settings_an_app_takes_allowed_origins_included(
         platform_doc: dict[str, Any]) -> None:
     settings = _body_schema(platform_doc, "patch", "/admin/apps/{app}")["properties"]["settings"]
     assert set(settings["properties"]) == {
         "accessTokenTtl", "refreshTokenTtl", "allowedOrigins", "signUp", "emailVerification",
-        "orgCreation", "orgOwnerRoles", "passwordMinLength", "links", "mailFrom", "mailTemplates"}
+        "orgCreation", "orgOwnerRoles", "passwordMinLength", "links", "mailFrom", "mailTemplates",
+        "webhookRetryHours"}
     origins = settings["properties"]["allowedOrigins"]
     assert origins["type"] == "array" and "pattern" in origins["items"]
     # The answer of the app routes is declared too, settings included.

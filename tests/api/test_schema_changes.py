@@ -213,6 +213,8 @@ def test_a_conversion_some_rows_cannot_take_lists_them_and_changes_nothing(
     rows = failed["error"]["details"]["rows"]
     assert sorted(r["uid"] for r in rows) == sorted(bad)
     assert all(r["column"] == "amount" and r["message"] for r in rows)
+    # Each listed row says what it holds, so the operator sees the value that was refused.
+    assert {r["uid"]: r["value"] for r in rows} == dict(zip(bad, ("twelve", "1.5"), strict=True))
     # Nothing changed: not the type, not the rename in the same PATCH.
     definition = expect(world.admin.get(f"{world.base}/tables/invoices"), 200)
     assert [(c["name"], c["type"]) for c in definition["columns"]][:3] == [
@@ -306,7 +308,7 @@ def test_making_a_column_required_or_unique_checks_the_rows(
     empty = expect(clerk.post(world.rows("invoices"), json={"number": None}), 201)
     failed = patch(world, {"alterColumns": [{"name": "number", "required": True}]}, 422)
     assert failed["error"]["details"]["rows"] == [
-        {"uid": empty["uid"], "column": "number", "message": "required, but null"}]
+        {"uid": empty["uid"], "column": "number", "message": "required, but null", "value": None}]
     expect(clerk.patch(f"{world.rows('invoices')}/{empty['uid']}", json={"number": "A-1"}), 200)
     twin = expect(clerk.post(world.rows("invoices"), json={"number": "A-1"}), 201)
     failed = patch(world, {"alterColumns": [{"name": "number", "required": True,

@@ -7,11 +7,12 @@ contract's envelope, and the same request without credentials, with a bogus toke
 token of another app is refused with 401.
 
 The platform document is FastAPI's. It declares the admin and session routes' request bodies
-(their Pydantic models) but no security scheme, and not the autocrud routes' bodies, which
-depend on the app. The platform is fuzzed twice: with its bodies as declared (valid and
-invalid ones), and with hand-tuned bodies whose names hit the pinned app's tables and roles,
-so requests reach past validation. `{app}` is pinned to a throwaway app (so requests reach past
-the app lookup). Runs are bounded: a few examples per operation.
+(their Pydantic models), the generic row writes' as an object of any columns (the app's
+document has each table's), and no security scheme. The platform is fuzzed twice: with its
+bodies as declared (valid and invalid ones), and with hand-tuned bodies whose names hit the
+pinned app's tables and roles, so requests reach past validation. `{app}` is pinned to a
+throwaway app (so requests reach past the app lookup). Runs are bounded: a few examples per
+operation.
 """
 
 from __future__ import annotations

@@ -184,6 +184,15 @@ def test_a_subscriber_hears_inserts_updates_deletes_and_a_bulk_resync(db: Client
     assert sub.status == "closed"
 
 
+def test_a_subscriber_hears_each_status_from_connecting_on_the_first_connection(
+        db: Client) -> None:
+    heard: list[str] = []
+    with db.table("invoices").subscribe(on_status=heard.append) as sub:
+        assert sub.next(60).op == "connected"
+        assert heard == ["connecting", "live"]
+    assert heard == ["connecting", "live", "closed"]
+
+
 def test_a_subscriber_resumes_from_last_event_id_and_misses_nothing(db: Client) -> None:
     invoices = db.table("invoices")
     with invoices.subscribe() as sub:

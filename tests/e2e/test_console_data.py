@@ -154,6 +154,10 @@ def test_keyboard_alone_moves_edits_cancels_and_saves_without_bare_letter_shortc
     console.keyboard.press("Enter")
     problems = console.locator(".cell-errors")
     expect(problems).to_contain_text("amount")
+    # Said where the operator is looking: a notice, and the list in view at 1280 by 800.
+    expect(console.get_by_role("status")).to_contain_text("Not saved: amount")
+    expect(problems).to_be_in_viewport()
+    expect(console.get_by_test_id("pager")).to_have_text("page 1 · 2 rows shown")
     expect(cell(console, first["number"], "amount")).to_have_class(word("cell-error"))
     screenshot(console, "data-grid")
     assert expect_status(shop.admin.get(f"{shop.admin_rows()}/{first['uid']}"), 200)["amount"] is None
@@ -183,6 +187,11 @@ def test_view_as_a_member_shows_exactly_what_rest_returns_to_that_member(
     expect(cell(console, visible["number"], "amount")).to_have_class(word("cell-redacted"))
     expect(console.get_by_role("button", name="+ Row")).to_be_disabled()
     expect(console.get_by_role("button", name="Delete selected rows")).to_be_disabled()
+    expect(console.get_by_test_id("pager")).to_have_text("page 1 · 1 row shown")
+    # amount is redacted for the viewer: not offered as an order (the server would refuse it).
+    order = console.get_by_label("Order")
+    expect(order.locator("option[value=amount]")).to_have_count(0)
+    expect(order.locator("option[value=number]")).to_have_count(1)
 
     # The member's live feed: a new visible invoice arrives, a new draft does not.
     shop.invoice(status="draft", number="HIDDEN-1")
@@ -196,6 +205,15 @@ def test_view_as_a_member_shows_exactly_what_rest_returns_to_that_member(
     assert any("imperson" in entry["action"] for entry in audit)
     console.get_by_role("button", name="Stop viewing as").click()
     expect(rows(console)).to_have_count(5)
+    expect(console.get_by_label("Order").locator("option[value=amount]")).to_have_count(1)
+
+
+def test_an_app_without_tables_shows_no_table_picker_and_no_feed(
+        console: Page, world: AppWorld) -> None:
+    go(console, world, "data")
+    expect(console.get_by_text("This app has no tables yet.")).to_be_visible()
+    expect(console.get_by_label("Table", exact=True)).to_have_count(0)
+    expect(console.get_by_test_id("feed-state")).to_have_count(0)
 
 
 def test_dry_run_names_rows_gained_and_lost_lists_at_most_the_limit_and_nothing_changes_until_save(
@@ -444,7 +462,8 @@ def test_operator_sees_an_estimated_total_and_counts_the_rows_of_a_filter_exactl
                                       content=csv, headers={"Content-Type": "text/csv"}), 201)
     # What autovacuum would do in time: the estimate is as good as the table's statistics.
     db_fetch(database_url, f'ANALYZE "app_{shop.app_uid().hex}".invoices')
-    estimate = re.compile(r"^≈ [\d,]+ rows?$")
+    # Marked as an estimate, with the time it was read.
+    estimate = re.compile(r"^≈ [\d,]+ rows? · estimate at \S+")
     total = console.get_by_test_id("row-total")
     count_rows = console.get_by_role("button", name="Count rows")
 

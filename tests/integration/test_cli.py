@@ -508,3 +508,21 @@ def test_operator_with_json_logs_finds_a_clients_request_id_on_that_requests_log
     mine = [line for line in lines if line.get("requestId") == "support-ticket-4711"]
     assert [(m["route"], m["status"]) for m in mine] == [("/admin/apps/{app}", 401)]
     assert "some-app" not in mine[0]["route"]
+
+
+# serve on a taken port ------------------------------------------------------------------------
+
+def test_operator_starting_serve_on_a_taken_port_is_told_so_first_and_offered_another(
+        cli: Cli) -> None:
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        run = cli("serve", "--host", "127.0.0.1", "--port", str(port))
+    assert run.code == 3, run
+    assert "starting at" not in run.out + run.err
+    assert f"cannot listen on 127.0.0.1:{port}" in run.err
+    assert f"--port {port + 1}" in run.err
+    assert "Traceback" not in run.err

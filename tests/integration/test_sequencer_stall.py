@@ -22,7 +22,8 @@ from collections.abc import Callable
 import asyncpg
 from bench.chaos import Proxy, upstream
 
-from authoric.changes.sequencer import Sequencer
+from authoric.changes.sequencer import LOCK_KEY, Sequencer
+from authoric.db.dedicated import STALL
 from authoric.db.engine import libpq_url
 from authoric.settings import Settings
 from tests.api.test_health import own_database  # noqa: F401  (fixture: a database of our own)
@@ -74,6 +75,57 @@ async def test_a_change_committed_after_the_leaders_connection_froze_is_stamped_
         assert other.leader  # stamped by the other one: the frozen one has no connection
         await until(lambda: frozen.stalls >= 1 and not frozen.connected,
                     "the frozen leader never gave up its connection")
+    finally:
+        await frozen.stop()
+        await other.stop()
+        await writer.close()
+        await proxy.stop()
+
+
+async def test_a_frozen_leader_is_ended_and_replaced_by_a_follower_within_seconds(
+        own_database: tuple[str, str]) -> None:  # noqa: F811
+    """Production bounds (stall 10 s, idle limit 20 s): neither of them acts in time here; the
+    follower sees the leader's backend silent past LEADER_SILENCE (3 s), ends it and leads."""
+    url = libpq_url(own_database[0])
+    proxy = Proxy(upstream(url))
+    await proxy.start()
+    frozen = Sequencer(Settings(), proxy.url(url))
+    other = Sequencer(Settings(), url)
+    writer = await asyncpg.connect(url)
+    try:
+        frozen.start()
+        await until(lambda: frozen.leader, "the proxied sequencer never took the lead")
+        other.start()
+        await until(lambda: other.connected, "the second sequencer never connected")
+        holder = await writer.fetchval(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = $1",
+            LOCK_KEY)
+        proxy.leader_links()[0].flowing.clear()  # frozen, TCP left open, never thawed
+        frozen_at = time.monotonic()
+        change = await writer.fetchval(
+            "INSERT INTO authoric.changes (app_uid, table_name, op, row_uid, org_uid) "
+            "VALUES ($1, 'notes', 'insert', $2, $3) RETURNING id",
+            uuid.uuid4(), uuid.uuid4(), uuid.uuid4())
+        other.nudge()
+        deadline = time.monotonic() + WIDE
+        while await writer.fetchval("SELECT pos FROM authoric.changes WHERE id = $1",
+                                    change) is None:
+            assert time.monotonic() < deadline, "never stamped"
+            await asyncio.sleep(0.05)
+        took = time.monotonic() - frozen_at
+        print(f"frozen leader replaced after {took:.2f} s")
+        # (>= 1: a second look 50 ms later may find the ended backend still shutting down.)
+        assert other.leader and other.unseated >= 1
+        # Before PostgreSQL's idle limit or our stall bound could have acted: the takeover did.
+        assert took < STALL
+        async def ended() -> bool:
+            return not await writer.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", holder)
+
+        deadline = time.monotonic() + WIDE
+        while not await ended():  # the frozen session was ended, its lock with it
+            assert time.monotonic() < deadline, "the frozen leader's session lives on"
+            await asyncio.sleep(0.05)
     finally:
         await frozen.stop()
         await other.stop()

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from bench.fanout import parse_args, placement
+from bench.fanout import parse_args
+from bench.fanout_run import placement
 
 ORGS, ROLES = 50, 3
 

@@ -6,7 +6,8 @@ server's count of open streams correctly."""
 from __future__ import annotations
 
 import pytest
-from bench.fanout import Phase, parse_args, share_summary, streams_counted
+from bench.fanout import parse_args
+from bench.fanout_run import Phase, share_summary, streams_counted
 
 
 def followed(rate: float, server_cores: float, alone_ms: float, writes: int = 500) -> Phase:

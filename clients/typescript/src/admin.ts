@@ -10,7 +10,14 @@ export { AuthoricError } from "./errors.js";
 export type { Subscription, StreamOptions } from "./stream.js";
 export type { ChangeEvent, Expanded, Filter, ListQuery, Page, Status, UntypedRow } from "./types.js";
 
-export type ColumnType = "text" | "integer" | "numeric" | "boolean" | "timestamp" | "date" | "uuid" | "json" | "reference" | "select";
+// The request bodies (and the answers the platform document declares) are generated from the
+// platform OpenAPI document (scripts/admin-types); the answers it does not declare yet are
+// written below by hand.
+import type {
+  AppChange, ColumnType, ColumnTypes, ImpersonationRequest, IndexSpec, Member, Membership, MemberSet, NewApp, NewOrg,
+  NewTable, NewUser, Org, PreviewRequest, RoleBody, TableChange, User,
+} from "./admin.generated.js";
+export type * from "./admin.generated.js";
 
 export interface ColumnDef {
   name: string;
@@ -50,26 +57,6 @@ export interface TableDef {
   indexes?: IndexDef[];
 }
 
-export interface NewTable {
-  name: string;
-  columns: ColumnDef[];
-  operations?: Partial<Operations>;
-  softDelete?: boolean;
-  captureSqlWrites?: boolean;
-  displayColumn?: string | null;
-}
-
-/** One schema change (one transaction): any of these at once. */
-export interface TableChange {
-  operations?: Partial<Operations>;
-  addColumns?: ColumnDef[];
-  dropColumns?: string[];
-  renameColumns?: Record<string, string>;
-  alterColumns?: (Partial<Omit<ColumnDef, "references">> & { name: string })[];
-  displayColumn?: string | null;
-  captureSqlWrites?: boolean;
-}
-
 export interface AppSettings {
   accessTokenTtl: number;
   refreshTokenTtl: number;
@@ -84,24 +71,6 @@ export interface AppInfo {
   settings: AppSettings;
 }
 
-export interface Org {
-  uid: string;
-  name: string;
-}
-
-export interface User {
-  uid: string;
-  email: string;
-}
-
-export interface Member {
-  org: string;
-  user: string;
-  email: string;
-  roles: string[];
-  joinedAt?: string;
-}
-
 export interface Invitation { uid: string; email: string; roles: string[]; invitedBy: string | null; expiresAt: string }
 export interface ApiKey {
   uid: string; name: string; org: string; roles: string[];
@@ -114,12 +83,6 @@ export type AuditActor =
   | { kind: "operator" }
   | { kind: "member"; user: string; org: string }
   | { kind: "key"; key: string; org: string };
-
-export interface Membership {
-  org: string;
-  orgName: string;
-  roles: string[];
-}
 
 export interface Role {
   permissions: string[];
@@ -160,6 +123,44 @@ export interface AuditEntry {
   target: string;
   details: Record<string, unknown>;
   actor?: AuditActor;
+}
+
+/** A webhook (contract section 8); `secret` only in the answers of create and rotate. */
+export interface Webhook {
+  uid: string;
+  url: string;
+  tables: string[];
+  ops: ("insert" | "update" | "delete")[];
+  org: string | null;
+  role: string | null;
+  expand: string[];
+  status: "active" | "paused" | "failing";
+  /** The last position delivered (or judged not visible). */
+  position: string;
+  attempt: number;
+  failingSince: string | null;
+  nextAttemptAt: string | null;
+  createdAt: string;
+  secret?: string;
+}
+
+export interface NewWebhook {
+  url: string;
+  tables: string[];
+  ops?: ("insert" | "update" | "delete")[];
+  org?: string | null;
+  role?: string | null;
+  expand?: string[];
+}
+
+export interface WebhookDelivery {
+  position: string;
+  attempt: number;
+  at: string;
+  /** The receiver's HTTP status; null when none came (refused, unreachable, timed out). */
+  status: number | null;
+  error: string | null;
+  durationMs: number;
 }
 
 export interface Items<T> {
@@ -246,7 +247,7 @@ export class AppAdmin {
     return this.get("");
   }
 
-  update(change: { settings: Partial<AppSettings> }): Promise<AppInfo> {
+  update(change: AppChange): Promise<AppInfo> {
     return this.write("PATCH", "", change);
   }
 
@@ -267,14 +268,14 @@ export class AppAdmin {
     list: (table: string) => this.get<Items<IndexDef>>(`/tables/${seg(table)}/indexes`),
     get: (table: string, name: string) => this.get<IndexDef>(`/tables/${seg(table)}/indexes/${seg(name)}`),
     /** Starts building (202, `state: "building"`); poll `get` for `ready` or `failed`. */
-    put: (table: string, name: string, body: { columns: string[]; unique?: boolean; kind?: "btree" | "search" }) =>
+    put: (table: string, name: string, body: IndexSpec) =>
       this.write<IndexDef>("PUT", `/tables/${seg(table)}/indexes/${seg(name)}`, body),
     delete: (table: string, name: string) => this.write<void>("DELETE", `/tables/${seg(table)}/indexes/${seg(name)}`),
   };
 
   readonly orgs = {
     list: () => this.get<Items<Org>>("/orgs"),
-    create: (org: { name: string }) => this.write<Org>("POST", "/orgs", org),
+    create: (org: NewOrg) => this.write<Org>("POST", "/orgs", org),
     delete: (org: string) => this.write<void>("DELETE", `/orgs/${seg(org)}`),
     members: (org: string, page: { limit?: number; after?: string | null } = {}) =>
       this.get<Paged<Member>>(`/orgs/${seg(org)}/members`, page),
@@ -282,14 +283,14 @@ export class AppAdmin {
 
   readonly users = {
     list: () => this.get<Items<User>>("/users"),
-    create: (user: { email: string; password: string }) => this.write<User>("POST", "/users", user),
+    create: (user: NewUser) => this.write<User>("POST", "/users", user),
     delete: (user: string) => this.write<void>("DELETE", `/users/${seg(user)}`),
     memberships: (user: string) => this.get<Items<Membership>>(`/users/${seg(user)}/memberships`),
   };
 
   readonly members = {
     set: (org: string, user: string, roles: string[]) =>
-      this.write<{ org: string; user: string; roles: string[] }>("PUT", `/orgs/${seg(org)}/members/${seg(user)}`, { roles }),
+      this.write<MemberSet>("PUT", `/orgs/${seg(org)}/members/${seg(user)}`, { roles }),
     remove: (org: string, user: string) => this.write<void>("DELETE", `/orgs/${seg(org)}/members/${seg(user)}`),
   };
 
@@ -312,15 +313,32 @@ export class AppAdmin {
   readonly roles = {
     list: () => this.get<Items<Role & { name: string }>>("/roles"),
     get: (role: string) => this.get<Role>(`/roles/${seg(role)}`),
-    put: (role: string, body: Partial<Role> & { permissions: string[] }) => this.write<Role>("PUT", `/roles/${seg(role)}`, body),
+    put: (role: string, body: RoleBody) => this.write<Role>("PUT", `/roles/${seg(role)}`, body),
     delete: (role: string) => this.write<void>("DELETE", `/roles/${seg(role)}`),
     /** A dry run: what a member would see with the role as saved and as drafted. */
-    preview: (role: string, body: { draft: Partial<Role>; user: string; org: string; table: string; limit?: number }) =>
+    preview: (role: string, body: PreviewRequest) =>
       this.write<Preview>("POST", `/roles/${seg(role)}/preview`, body),
   };
 
+  readonly webhooks = {
+    list: () => this.get<Items<Webhook>>("/webhooks"),
+    get: (uid: string) => this.get<Webhook>(`/webhooks/${seg(uid)}`),
+    create: (hook: NewWebhook) => this.write<Webhook & { secret: string }>("POST", "/webhooks", hook),
+    update: (uid: string, change: Partial<Omit<NewWebhook, "org">> & { status?: "active" | "paused" }) =>
+      this.write<Webhook>("PATCH", `/webhooks/${seg(uid)}`, change),
+    delete: (uid: string) => this.write<void>("DELETE", `/webhooks/${seg(uid)}`),
+    rotateSecret: (uid: string) => this.write<Webhook & { secret: string }>("POST", `/webhooks/${seg(uid)}/secret`),
+    deliveries: (uid: string, page: { limit?: number; after?: string | null } = {}) =>
+      this.get<Paged<WebhookDelivery>>(`/webhooks/${seg(uid)}/deliveries`, page),
+    /** One signed `{"type": "test"}` delivery, outside the change log: what the receiver answered. */
+    test: (uid: string) =>
+      this.write<{ status: number | null; error: string | null; durationMs: number }>("POST", `/webhooks/${seg(uid)}/test`),
+    /** Send again from `from` (a position, included). */
+    replay: (uid: string, from: string) => this.write<Webhook>("POST", `/webhooks/${seg(uid)}/replay`, { from }),
+  };
+
   /** A read-only access token for a member ("view as"); `ttl` at most 900 s. */
-  impersonate(body: { user: string; org: string; ttl?: number }): Promise<AccessToken> {
+  impersonate(body: ImpersonationRequest): Promise<AccessToken> {
     return this.write("POST", "/impersonate", body);
   }
 
@@ -351,11 +369,16 @@ export class AdminClient {
     this.http.tokens = fixedToken(opts.token);
   }
 
+  /** The column types and conversions the server makes (the console reads them from here). */
+  columnTypes(): Promise<ColumnTypes> {
+    return this.http.json<ColumnTypes>("GET", "/admin/column-types");
+  }
+
   readonly apps = {
     list: () => this.http.json<Items<AppInfo>>("GET", "/admin/apps"),
     get: (app: string) => this.app(app).info(),
-    create: (app: { name: string }) => this.http.json<AppInfo>("POST", "/admin/apps", { json: app }),
-    update: (app: string, change: { settings: Partial<AppSettings> }) => this.app(app).update(change),
+    create: (app: NewApp) => this.http.json<AppInfo>("POST", "/admin/apps", { json: app }),
+    update: (app: string, change: AppChange) => this.app(app).update(change),
     delete: (app: string) => this.app(app).delete(),
   };
 

@@ -29,7 +29,7 @@ describe('the audit log in words', () => {
     expect(targetLabel('users/u9', names)).toBe('user u9');
     expect(targetLabel('tables/invoices/rows/r1', names)).toBe('row r1 of invoices');
     expect(targetLabel('tables/invoices/indexes/by_vendor', names)).toBe('index by_vendor of invoices');
-    expect(targetLabel('acme', names)).toBe('acme');
+    expect(targetLabel('acme', names)).toBe('app acme');
   });
 
   it('turns details into short lines: lists joined, columns by name, uids named', () => {
@@ -54,5 +54,14 @@ describe('the audit log in words', () => {
     expect(matchesAudit(put, { kind: 'table', text: '' }, names)).toBe(false);
     expect(matchesAudit(put, { kind: '', text: 'ADA clerk' }, names)).toBe(true);
     expect(matchesAudit(put, { kind: '', text: 'viewer' }, names)).toBe(false);
+  });
+
+  it("says an impersonation's user once: in the target, not again in its details", () => {
+    const details = { user: 'u1', org: 'o1', email: 'ada@north.test', ttl: 600 };
+    expect(targetLabel('users/u1', names)).toBe('user ada@north.test');
+    expect(detailLines(details, names, 'users/u1')).toEqual([['org', 'North'], ['ttl', '600']]);
+    // Without the target (or with another one) nothing is left out.
+    expect(detailLines(details, names).map(([k]) => k)).toEqual(['user', 'org', 'email', 'ttl']);
+    expect(detailLines(details, names, 'users/u2').map(([k]) => k)).toEqual(['user', 'org', 'email', 'ttl']);
   });
 });

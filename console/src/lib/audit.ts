@@ -58,7 +58,21 @@ export function targetLabel(target: unknown, names: Names): string {
   if ((m = /^tables\/([^/]+)\/indexes\/([^/]+)$/.exec(target))) return `index ${m[2]} of ${m[1]}`;
   if ((m = /^tables\/([^/]+)$/.exec(target))) return `table ${m[1]}`;
   if ((m = /^roles\/([^/]+)$/.exec(target))) return `role ${m[1]}`;
+  // The app itself is recorded by its bare name (`app.update`): say that it is the app.
+  if (!target.includes('/')) return `app ${target}`;
   return target;
+}
+
+/** The keys of `details` that only repeat what the target already names: an impersonation's
+ *  target is its user, so its `user` uid and `email` say nothing more. */
+function repeatedKeys(target: unknown, details: Record<string, unknown>, names: Names): Set<string> {
+  const m = typeof target === 'string' ? /^users\/([^/]+)$/.exec(target) : null;
+  if (!m) return new Set();
+  const user = m[1];
+  const shown = USER(names, user);
+  return new Set(Object.entries(details)
+    .filter(([k, v]) => (k === 'user' && v === user) || (k === 'email' && v === shown))
+    .map(([k]) => k));
 }
 
 function valueText(key: string, value: unknown, names: Names): string {
@@ -79,11 +93,14 @@ function valueText(key: string, value: unknown, names: Names): string {
   return entries.map(([k, v]) => `${k}: ${valueText(k, v, names)}`).join('; ');
 }
 
-/** The details as [key, text] lines, with org and user uids named. */
-export function detailLines(details: unknown, names: Names): [string, string][] {
+/** The details as [key, text] lines, with org and user uids named, leaving out what the
+ *  entry's `target` (when given) already says. */
+export function detailLines(details: unknown, names: Names, target?: unknown): [string, string][] {
   if (details === null || details === undefined) return [];
   if (typeof details !== 'object' || Array.isArray(details)) return [['', valueText('', details, names)]];
-  return Object.entries(details as Record<string, unknown>).map(([k, v]) => [k, valueText(k, v, names)]);
+  const record = details as Record<string, unknown>;
+  const repeated = repeatedKeys(target, record, names);
+  return Object.entries(record).filter(([k]) => !repeated.has(k)).map(([k, v]) => [k, valueText(k, v, names)]);
 }
 
 export interface AuditFilter {

@@ -12,10 +12,13 @@ export function displayColumnOf(def: Pick<TableDef, 'columns' | 'displayColumn'>
   return def.columns.find((c) => c.type === 'text' && c.required && c.unique)?.name ?? null;
 }
 
-function text(value: unknown): string {
+/** A value as a cell shows it: empty for null, JSON for objects and lists, else its text. */
+export function cellText(value: unknown): string {
   if (value === null || value === undefined) return '';
   return typeof value === 'object' ? JSON.stringify(value) : String(value);
 }
+
+const text = cellText;
 
 function clip(value: string, length = SUMMARY_LENGTH): string {
   return value.length > length ? `${value.slice(0, length - 1)}…` : value;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { anyBuilding, describeIndex, describeNewIndex, failedRows, indexableColumns, indexSpec } from './indexes';
+import { anyBuilding, columnUniques, describeIndex, describeNewIndex, failedRows, indexableColumns, indexSpec } from './indexes';
 import type { Column } from './types';
 
 const columns: Column[] = [
@@ -45,5 +45,11 @@ describe('an index as the console edits it', () => {
     expect(anyBuilding([{ state: 'failed' }])).toBe(false);
     expect(failedRows({ error: { code: 'CONFLICT', message: 'm', details: { rows: [{ uid: 'a', column: 'x', message: '' }] } } })).toEqual(['a']);
     expect(failedRows({})).toEqual([]);
+  });
+
+  it("lists the unique indexes a table's columns carry, which the indexes route does not", () => {
+    const def = { columns: [{ name: 'number', type: 'text', unique: true }, { name: 'note', type: 'text' }] as Column[] };
+    expect(columnUniques(def)).toEqual([{ column: 'number', text: "unique on number ↑ (the column's own setting)" }]);
+    expect(columnUniques({ columns: [{ name: 'note', type: 'text' }] as Column[] })).toEqual([]);
   });
 });

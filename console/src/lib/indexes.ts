@@ -66,6 +66,15 @@ export function describeNewIndex(table: string, name: string, spec: IndexSpec): 
   ];
 }
 
+/** The unique indexes a table's columns carry (a column declared `unique`): made with the
+ *  table, not through the indexes routes, so the list of indexes does not hold them. Shown
+ *  beside it, since they serve filters and orders as any index does. */
+export function columnUniques(def: Pick<TableDef, 'columns'>): { column: string; text: string }[] {
+  return def.columns.filter((c) => c.unique).map((c) => ({
+    column: c.name, text: `unique on ${describeColumns([c.name])} (the column's own setting)`,
+  }));
+}
+
 /** Whether any index is still building (the list is read again until none is). */
 export function anyBuilding(indexes: readonly Pick<Index, 'state'>[]): boolean {
   return indexes.some((i) => i.state === 'building');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { collectPages } from './pages';
+import { collectPages, pageLine } from './pages';
 
 describe('reading a paged list', () => {
   it('follows next cursors until there is none, in order', async () => {
@@ -20,5 +20,11 @@ describe('reading a paged list', () => {
     const some = await collectPages(async (after) => ({ items: [after ?? 'first'], next: 'more' }), 2);
     expect([...some]).toEqual(['first', 'more']);
     expect(some.complete).toBe(false);
+  });
+
+  it("says how many rows the page shows in words: '1 row', not '1 rows'", () => {
+    expect(pageLine(1, 1)).toBe('page 1 · 1 row shown');
+    expect(pageLine(2, 0)).toBe('page 2 · 0 rows shown');
+    expect(pageLine(3, 50)).toBe('page 3 · 50 rows shown');
   });
 });

@@ -17,3 +17,9 @@ export async function collectPages<T>(fetchPage: (after: string | null) => Promi
   items.complete = after === null;
   return items;
 }
+
+/** The pager's line: which page, and how many rows it shows, counted in words a person reads
+ *  (`1 row`, `2 rows`). */
+export function pageLine(page: number, shown: number): string {
+  return `page ${page} · ${shown} ${shown === 1 ? 'row' : 'rows'} shown`;
+}

@@ -1,22 +1,18 @@
 // Renaming and retyping columns, a select's options and the display column (contract section 2,
 // **Schema changes**): the PATCH a column edit sends, the confirmation's words, and a preview of
-// the rows that could not take a change. The preview reads the rows and checks them with the
-// contract's conversion rules; the server checks every row again in the PATCH's one
+// the rows that could not take a change. Which conversions exist is the server's table (read
+// once, lib/columnTypes); the preview reads the rows and checks them with the contract's
+// conversion rules; the server checks every row again in the PATCH's one
 // transaction and, if any fails, changes nothing and lists them (422, `details.rows`).
+import type { ColumnTypes } from '@authoric/client/admin';
 import { fieldOf, type Column, type ColumnType, type Row, type TableDef } from './types';
 
-const TEXTUAL: readonly ColumnType[] = ['text', 'select'];
-const FROM_TEXT: readonly ColumnType[] = ['integer', 'numeric', 'boolean', 'date', 'timestamp', 'uuid'];
-const PAIRS: readonly [ColumnType, ColumnType][] = [['integer', 'numeric'], ['numeric', 'integer'], ['date', 'timestamp'], ['timestamp', 'date']];
 export const MAX_LISTED = 100;
 
-/** The types a column of type `from` may become (itself first). */
-export function conversionsFrom(from: ColumnType): ColumnType[] {
-  const out: ColumnType[] = [from];
-  if (TEXTUAL.includes(from)) out.push(...[...TEXTUAL, ...FROM_TEXT].filter((t) => t !== from));
-  else if (FROM_TEXT.includes(from)) out.push(...TEXTUAL);
-  for (const [a, b] of PAIRS) if (a === from) out.push(b);
-  return out;
+/** The types a column of type `from` may become, itself first, from the server's table
+ *  (GET /admin/column-types, lib/columnTypes); only `from` until that table is read. */
+export function conversionsFrom(table: Pick<ColumnTypes, 'conversions'> | null, from: ColumnType): ColumnType[] {
+  return table?.conversions[from] ?? [from];
 }
 
 /** A column as the operator edits it: its new name and its new settings. */
@@ -121,7 +117,7 @@ export function conversionProblem(value: unknown, from: ColumnType, edit: Pick<C
   const text = typeof value === 'string' ? value : String(value);
   const to = edit.type;
   if (to === 'select') return edit.options.includes(text) ? null : `"${text}" is not one of the options`;
-  if (to === from || TEXTUAL.includes(to)) return null;
+  if (to === from || to === 'text') return null;
   switch (to) {
     case 'integer': {
       if (from === 'numeric') {

@@ -60,4 +60,15 @@ describe("the grid's total", () => {
     const exact: Total = { state: 'exact', rows: 41, at: 't', stale: false };
     expect(withPage(exact, 44)).toBe(exact);
   });
+
+  it('says that a figure is an estimate and when it was read, so a stale "≥" is not taken for a count', () => {
+    // After a burst: statistics say 0 rows, the first page holds 50 and more follow.
+    const first: PageSpot = { before: 0, shown: 50, more: true };
+    expect(describeTotal({ state: 'estimate', rows: 0 }, first, '14:02:03').text).toBe('≥ 51 rows · estimate at 14:02:03');
+    expect(describeTotal({ state: 'estimate', rows: 12_287 }, middle, '14:02:03').text).toBe('≈ 12,300 rows · estimate at 14:02:03');
+    expect(describeTotal(counting({ state: 'estimate', rows: 12_287 }), middle, '14:02:03').text)
+      .toBe('≈ 12,300 rows · estimate at 14:02:03, counting…');
+    // An exact count, or the whole list on screen, is no estimate.
+    expect(describeTotal({ state: 'estimate', rows: 1000 }, whole, '14:02:03').text).toBe('3 rows');
+  });
 });

@@ -48,19 +48,23 @@ function seen(spot: PageSpot): number {
 }
 
 /** An estimate, `≈` marked; when the planner guessed fewer rows than the pages already read
- *  hold (its statistics are behind), what those pages prove instead: `≥`. */
-function estimateText(estimate: number, spot: PageSpot): TotalText {
+ *  hold (its statistics are behind, as after a burst of writes), what those pages prove
+ *  instead: `≥`. Either way the figure says it is an estimate, and when it was read (`at`):
+ *  a bare `≥ 51 rows` read as a count. */
+function estimateText(estimate: number, spot: PageSpot, at: string): TotalText {
   const n = roughly(estimate);
   const least = seen(spot);
+  const when = at ? ` · estimate at ${at}` : '';
   return n < least
-    ? { text: `≥ ${rowsWord(least)}`, title: `At least the rows paged through: PostgreSQL's estimate (${numbers.format(n)}) is behind; ${COUNT_HINT}`, exact: false }
-    : { text: `≈ ${rowsWord(n)}`, title: `PostgreSQL's estimate for this filter, from the table's statistics; ${COUNT_HINT}`, exact: false };
+    ? { text: `≥ ${rowsWord(least)}${when}`, title: `At least the rows paged through: PostgreSQL's estimate (${numbers.format(n)}) is behind, its statistics not yet updated; ${COUNT_HINT}`, exact: false }
+    : { text: `≈ ${rowsWord(n)}${when}`, title: `PostgreSQL's estimate for this filter, from the table's statistics; ${COUNT_HINT}`, exact: false };
 }
 
 const COUNT_HINT = 'Count rows gives the exact number';
 
-/** The figure for `total`, given where the page on screen sits. */
-export function describeTotal(total: Total, spot: PageSpot): TotalText {
+/** The figure for `total`, given where the page on screen sits and when its estimate, if any,
+ *  was read (`estimatedAt`, a time of day). */
+export function describeTotal(total: Total, spot: PageSpot, estimatedAt = ''): TotalText {
   if (spot.before === 0 && !spot.more && total.state !== 'loading' && total.state !== 'error') {
     // The whole list is on screen: its length is the count.
     return { text: rowsWord(spot.shown), title: 'Every matching row is shown', exact: true };
@@ -73,12 +77,12 @@ export function describeTotal(total: Total, spot: PageSpot): TotalText {
     case 'unknown':
       return { text: '', title: 'No estimate for this view; Count rows counts them', exact: false };
     case 'estimate':
-      return estimateText(total.rows, spot);
+      return estimateText(total.rows, spot, estimatedAt);
     case 'counting':
-      return { text: total.estimate === null ? 'counting…' : `${estimateText(total.estimate, spot).text}, counting…`,
+      return { text: total.estimate === null ? 'counting…' : `${estimateText(total.estimate, spot, estimatedAt).text}, counting…`,
                title: 'Counting every matching row', exact: false };
     case 'failed':
-      return total.estimate === null ? { text: 'not counted', title: COUNT_HINT, exact: false } : estimateText(total.estimate, spot);
+      return total.estimate === null ? { text: 'not counted', title: COUNT_HINT, exact: false } : estimateText(total.estimate, spot, estimatedAt);
     case 'exact':
       return total.stale
         ? { text: `${rowsWord(total.rows)} at ${total.at}`, title: 'Rows have changed since this count; Count rows counts again', exact: false }

@@ -1,18 +1,12 @@
 // The shapes of the contract's resources, as `@authoric/client/admin` types them, and the few
-// console helpers on them. The column types come from the library's `ColumnType` (which
-// mirrors the server's): the record below must name each of them, so a type the library adds
-// or drops fails svelte-check until the console offers it.
-import type { ColumnDef, ColumnType, TableDef as LibTableDef } from '@authoric/client/admin';
+// console helpers on them. Which column types exist, and how they convert, the console reads
+// from the server (lib/columnTypes: GET /admin/column-types).
+import type { ColumnDef, TableDef as LibTableDef } from '@authoric/client/admin';
 
 export type {
   AppInfo as App, AppSettings, AuditEntry, ColumnType, IndexDef as Index, Member, Membership, Org, Preview, Role, User,
+  Webhook, WebhookDelivery,
 } from '@authoric/client/admin';
-
-const TYPES: Record<ColumnType, true> = {
-  text: true, integer: true, numeric: true, boolean: true, timestamp: true, date: true, uuid: true, json: true,
-  reference: true, select: true,
-};
-export const COLUMN_TYPES = Object.keys(TYPES) as ColumnType[];
 
 export type Column = ColumnDef;
 

@@ -47,6 +47,8 @@ Origin = Annotated[str, Field(pattern=ORIGIN_PATTERN, max_length=300), AfterVali
 Origins = Annotated[list[Origin], Field(max_length=MAX_ORIGINS), AfterValidator(_origins)]
 AccessTokenTtl = Annotated[int, Field(ge=1, le=86_400 * 30)]
 RefreshTokenTtl = Annotated[int, Field(ge=1, le=86_400 * 3650)]
+# Hours a webhook may keep failing before it turns `failing` (contract section 8).
+WebhookRetryHours = Annotated[float, Field(gt=0, le=24 * 365)]
 
 # Accounts (contract section 3): who may sign up, verify, create orgs; where mail links go.
 SignUp = Literal["closed", "open", "invite"]
@@ -121,6 +123,7 @@ class AppSettings(BaseModel):
     links: Links = Field(default_factory=Links)
     mail_from: MailFrom | None = Field(default=None, alias="mailFrom")
     mail_templates: MailTemplates = Field(default_factory=dict, alias="mailTemplates")
+    webhook_retry_hours: WebhookRetryHours = Field(default=72, alias="webhookRetryHours")
 
 
 class SettingsChange(BaseModel):
@@ -140,6 +143,7 @@ class SettingsChange(BaseModel):
     links: Links = Field(default=None)  # type: ignore[assignment]
     mail_from: MailFrom | None = Field(default=None, alias="mailFrom")
     mail_templates: MailTemplates = Field(default=None, alias="mailTemplates")  # type: ignore[arg-type]
+    webhook_retry_hours: WebhookRetryHours = Field(default=None, alias="webhookRetryHours")  # type: ignore[assignment]
 
 
 class AppChange(BaseModel):

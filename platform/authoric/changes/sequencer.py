@@ -79,6 +79,27 @@ CAPTURE_POLL = 0.02  # the same while any table has captureSqlWrites
 CAPTURING = ("SELECT EXISTS (SELECT 1 FROM pg_trigger "
              "WHERE tgfoid = to_regproc('authoric.capture_sql_writes'))")
 FOLLOWER_RETRY = 1.0  # seconds between a follower's attempts to take over the lead
+# The leader's heartbeat: it runs a statement at least this often, however idle. Its backend's
+# `state_change` in pg_stat_activity then never lies further back than this while it is well.
+HEARTBEAT = 1.0
+# A leader whose backend has been idle (its client silent) for this long is frozen: a follower
+# ends that backend (pg_terminate_backend), so the lock goes with it and the follower takes
+# the lead at its next try. Three heartbeats: a leader's process that is merely slow for a
+# moment keeps the lead.
+LEADER_SILENCE = 3.0
+# Ends the backend that holds the leader lock if its client has said nothing for $2 seconds.
+# Only an idle backend qualifies: one running a statement (a long retention DELETE) is
+# working, and its client is waiting for it. A session advisory lock on one bigint key is
+# (classid, objid, objsubid) = (high 32 bits, low 32 bits, 1).
+UNSEAT = """
+SELECT count(pg_terminate_backend(l.pid)) FROM pg_locks l
+JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+  AND l.classid = ($1::bigint >> 32)::oid AND l.objid = ($1::bigint & 4294967295)::oid
+  AND a.pid <> pg_backend_pid()
+  AND a.state IN ('idle', 'idle in transaction', 'idle in transaction (aborted)')
+  AND a.state_change < clock_timestamp() - make_interval(secs => $2)
+"""
 # Once woken, the leader waits this long before stamping, so that commits arriving together
 # share one stamping transaction (and one relay NOTIFY and fan-out pass) instead of paying
 # for one each: under write load, stamping per commit slowed writers down. The old 5 ms poll
@@ -162,6 +183,8 @@ class Sequencer(DedicatedWorker):
         self.capturing = False  # some table has captureSqlWrites: poll every `capture_poll`
         self.connected = False  # for readiness: the dedicated connection is up
         self.notifies_sent = 0  # as a follower (benchmarks: how well nudges coalesce)
+        self.unseated = 0  # frozen leaders' backends this one ended
+        self.leader_silence = LEADER_SILENCE
 
     def server_settings(self) -> dict[str, str]:
         # Every statement here meets the log by key, a few rows at a time. The planner's guess
@@ -197,7 +220,11 @@ class Sequencer(DedicatedWorker):
                     led = await conn.fetchval("SELECT pg_try_advisory_lock($1)", LOCK_KEY)
                 if led:
                     return
-                next_try = time.monotonic() + FOLLOWER_RETRY
+                async with self.answered(conn):
+                    ended = await conn.fetchval(UNSEAT, LOCK_KEY, self.leader_silence)
+                self.unseated += int(ended or 0)
+                # A leader just ended lets go of the lock as its backend exits: try again soon.
+                next_try = time.monotonic() + (0.05 if ended else FOLLOWER_RETRY)
             if await self._woken(max(0.0, next_try - time.monotonic())):
                 self.wake.clear()  # before the NOTIFY: later nudges make the next one
                 async with self.answered(conn):
@@ -231,7 +258,8 @@ class Sequencer(DedicatedWorker):
                 next_capture_check = now + self.safety_poll
             if behind:
                 continue
-            if await self._woken(self.capture_poll if self.capturing else self.safety_poll):
+            idle = self.capture_poll if self.capturing else min(self.safety_poll, HEARTBEAT)
+            if await self._woken(idle):
                 await self._sleep(self.gather)
 
     @staticmethod

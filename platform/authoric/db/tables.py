@@ -9,8 +9,10 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     ForeignKeyConstraint,
     Index,
@@ -21,6 +23,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
     func,
     select,
     text,
@@ -216,6 +219,49 @@ audit_log = Table(
            server_default=text("""'{"kind": "operator"}'::jsonb""")),
     Index("audit_log_app_id", "app_uid", "id"),
 )
+
+# Webhooks (webhooks/): an app's changes POSTed to a URL in position order. `cursor` is the
+# last position delivered (or judged invisible), advanced in the transaction that records
+# its delivery; `lease_owner`/`lease_until` say which process delivers it (one at a time).
+webhooks = Table(
+    "webhooks", metadata,
+    Column("uid", UUID(as_uuid=True), primary_key=True),
+    _app_uid(),
+    Column("url", Text, nullable=False),
+    Column("tables", ARRAY(Text), nullable=False),
+    Column("ops", ARRAY(Text), nullable=False),
+    Column("org_uid", UUID(as_uuid=True)),
+    Column("role", Text),
+    Column("expand", ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")),
+    Column("status", Text, nullable=False, server_default=text("'active'")),
+    Column("secret", Text, nullable=False),
+    Column("cursor", BigInteger, nullable=False),
+    # Set by a resume that finds the log no longer holds the cursor: `backfill_expired` first.
+    Column("resync_first", Boolean, nullable=False, server_default=false()),
+    Column("attempt", Integer, nullable=False, server_default=text("0")),
+    Column("failing_since", DateTime(timezone=True)),
+    Column("next_attempt_at", DateTime(timezone=True)),
+    Column("lease_owner", UUID(as_uuid=True)),
+    Column("lease_until", DateTime(timezone=True)),
+    _created(),
+    Index("webhooks_app", "app_uid"),
+)
+
+# Every attempt to deliver one position to one webhook (`status` NULL: no HTTP answer).
+webhook_deliveries = Table(
+    "webhook_deliveries", metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("webhook_uid", UUID(as_uuid=True), ForeignKey("authoric.webhooks.uid",
+                                                         ondelete="CASCADE"), nullable=False),
+    Column("position", BigInteger, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("status", Integer),
+    Column("error", Text),
+    Column("duration_ms", Float, nullable=False),
+    Index("webhook_deliveries_webhook_id", "webhook_uid", "id"),
+)
+
 
 # API keys (section 3b): a key acts in one org with its roles, as a member would. Only the
 # SHA-256 of the key is kept; a request finds its key by that hash through the unique index.

@@ -6,19 +6,32 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
+from pydantic import BaseModel
 
 from authoric.accounts import org_invitations as invitations
 from authoric.accounts.org_invitations import NewInvitation
 from authoric.auth.admin import is_admin_token
 from authoric.catalog import apps
 from authoric.catalog.apps import AppChange, AppList, AppView, NewApp
-from authoric.catalog.model import TableChange, TableDef
+from authoric.catalog.model import ColumnTypeName, TableChange, TableDef
 from authoric.catalog.roles import RoleDef
+from authoric.catalog.types import COLUMN_TYPES
 from authoric.errors import Unauthenticated
 from authoric.http.accounts import mail_committed, postbox
+from authoric.http.answers import (
+    MemberPage,
+    MemberSet,
+    MembershipList,
+    OrgList,
+    OrgView,
+    UserList,
+    UserView,
+    declared,
+)
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import Services, services
 from authoric.tables import definitions
+from authoric.tables.conversions import conversion_table
 from authoric.tables.indexes import IndexSpec
 from authoric.tenancy import keys
 from authoric.tenancy import service as tenancy
@@ -65,6 +78,19 @@ NewUserBody = Annotated[NewUser, Depends(body_of(NewUser))]
 MembershipBody = Annotated[Membership, Depends(body_of(Membership))]
 RoleBody = Annotated[RoleDef, Depends(body_of(RoleDef))]
 IndexBody = Annotated[IndexSpec, Depends(body_of(IndexSpec))]
+
+
+class ColumnTypes(BaseModel):
+    """The column types a table may use, and the conversions a column may make between them."""
+
+    types: list[ColumnTypeName]
+    conversions: dict[ColumnTypeName, list[ColumnTypeName]]
+
+
+@router.get("/column-types", response_model=ColumnTypes)
+async def column_types() -> ColumnTypes:
+    """What the console offers when a column is made or changed, from the server's own lists."""
+    return ColumnTypes(types=list(COLUMN_TYPES), conversions=conversion_table())
 
 
 @router.post("/apps", status_code=201, response_model=AppView)
@@ -148,12 +174,14 @@ async def delete_index(request: Request, app: str, table: str, name: str) -> Res
     return Response(status_code=204)
 
 
-@router.post("/apps/{app}/orgs", status_code=201)
+@router.post("/apps/{app}/orgs", status_code=201, response_model=None,
+             responses=declared(201, OrgView))
 async def create_org(request: Request, app: str, body: NewOrgBody) -> dict[str, Any]:
     return await _call(request, tenancy.create_org, app, body)
 
 
-@router.get("/apps/{app}/orgs")
+@router.get("/apps/{app}/orgs", response_model=None,
+             responses=declared(200, OrgList))
 async def list_orgs(request: Request, app: str) -> dict[str, Any]:
     return await _listed(request, tenancy.list_orgs, app)
 
@@ -163,12 +191,14 @@ async def delete_org(request: Request, app: str, org: str) -> Response:
     return await _deleted(request, tenancy.delete_org, app, org)
 
 
-@router.post("/apps/{app}/users", status_code=201)
+@router.post("/apps/{app}/users", status_code=201, response_model=None,
+             responses=declared(201, UserView))
 async def create_user(request: Request, app: str, body: NewUserBody) -> dict[str, Any]:
     return await _call(request, tenancy.create_user, app, body)
 
 
-@router.get("/apps/{app}/users")
+@router.get("/apps/{app}/users", response_model=None,
+             responses=declared(200, UserList))
 async def list_users(request: Request, app: str) -> dict[str, Any]:
     return await _listed(request, tenancy.list_users, app)
 
@@ -178,19 +208,22 @@ async def delete_user(request: Request, app: str, user: str) -> Response:
     return await _deleted(request, tenancy.delete_user, app, user)
 
 
-@router.put("/apps/{app}/orgs/{org}/members/{user}")
+@router.put("/apps/{app}/orgs/{org}/members/{user}", response_model=None,
+             responses=declared(200, MemberSet))
 async def put_member(request: Request, app: str, org: str, user: str,
                      body: MembershipBody) -> dict[str, Any]:
     return await _call(request, tenancy.put_member, app, org, user, body)
 
 
-@router.get("/apps/{app}/orgs/{org}/members")
+@router.get("/apps/{app}/orgs/{org}/members", response_model=None,
+             responses=declared(200, MemberPage))
 async def list_members(request: Request, app: str, org: str, limit: str | None = None,
                        after: str | None = None) -> dict[str, Any]:
     return await _call(request, tenancy.list_members, app, org, limit, after)
 
 
-@router.get("/apps/{app}/users/{user}/memberships")
+@router.get("/apps/{app}/users/{user}/memberships", response_model=None,
+             responses=declared(200, MembershipList))
 async def list_memberships(request: Request, app: str, user: str) -> dict[str, Any]:
     return await _listed(request, tenancy.list_memberships, app, user)
 

@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 
+from authoric.http.bodies import ROW_ERRORS, csv_body, row_body
 from authoric.http.context import services
 from authoric.http.edge import CSV, RESERVED_PARAMS, accepts, table_request
 from authoric.plan.access import Access
@@ -71,13 +72,15 @@ async def read_row(request: Request, app: str, table: str, uid: str) -> Response
     return answer(await run(request, "read", {"app": app, "table": table, "uid": uid}))
 
 
-@router.post(TABLE_PATH, status_code=201)
+@router.post(TABLE_PATH, status_code=201, responses=ROW_ERRORS,
+             openapi_extra=row_body("the new row's values; omitted columns take their default"))
 async def create_row(request: Request, app: str, table: str) -> Response:
     raw = await request.body()
     return answer(await run(request, "create", {"app": app, "table": table}, raw), 201)
 
 
-@router.patch(ROW_PATH)
+@router.patch(ROW_PATH, responses=ROW_ERRORS,
+              openapi_extra=row_body("the columns to change, with their new values"))
 async def update_row(request: Request, app: str, table: str, uid: str) -> Response:
     raw = await request.body()
     return answer(await run(request, "update", {"app": app, "table": table, "uid": uid}, raw))
@@ -91,7 +94,9 @@ async def delete_row(request: Request, app: str, table: str, uid: str) -> Respon
 
 # Bulk writes and imports are matched after the single-row routes: routes are tried in order,
 # and these are the rarer requests.
-@router.patch(TABLE_PATH)
+@router.patch(TABLE_PATH, responses=ROW_ERRORS, openapi_extra=row_body(
+    "the columns to change, with their new values, on every row the filter in the query matches",
+    bulk=True))
 async def bulk_update(request: Request, app: str, table: str) -> Response:
     raw = await request.body()
     return answer(await run(request, "update_where", {"app": app, "table": table}, raw))
@@ -102,7 +107,8 @@ async def bulk_delete(request: Request, app: str, table: str) -> Response:
     return answer(await run(request, "delete_where", {"app": app, "table": table}))
 
 
-@router.post(TABLE_PATH + "/import", status_code=201)
+@router.post(TABLE_PATH + "/import", status_code=201, responses=ROW_ERRORS,
+             openapi_extra=csv_body("the rows to insert, in the caller's org"))
 async def import_rows(request: Request, app: str, table: str) -> Response:
     # The caller is admitted before the body is read (a stranger cannot make us store a
     # gigabyte), the body is spooled with no connection held (a slow sender holds no pooled

@@ -96,6 +96,45 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
+ROW_ERRORS: dict[int | str, dict[str, Any]] = {
+    **{status: ERROR_RESPONSES[status] for status in (400, 401, 404, 409, 413, 415, 422)},
+    403: {"model": ErrorBody, "description": "the permission is missing, or the operation is "
+                                              "switched off for the table"},
+}
+
+
+ROW_VALUES: dict[str, Any] = {
+    "title": "RowValues", "type": "object", "additionalProperties": True,
+    "description": "The table's columns by name, each with a value of its column's type. "
+                   "GET /{app}/openapi.json declares every table's columns."}
+
+
+def row_body(what: str, *, in_org: bool = False, bulk: bool = False) -> dict[str, Any]:
+    """The OpenAPI request body of a generic row write (`openapi_extra` of its route): a JSON
+    object of the app's columns; with `in_org`, also the org the operator writes the row into;
+    with `bulk`, the columns wrapped in `{"set": ...}` (the filter is in the query). Which
+    columns, and their types, are the table's own, so the platform document says so and
+    points at the app's document, which declares each table."""
+    schema: dict[str, Any] = ROW_VALUES
+    if in_org:
+        schema = {**schema, "title": "OrgRowValues", "required": ["org"], "properties": {
+            "org": {"type": "string", "format": "uuid", "description": "the row's org (uid)"}}}
+    if bulk:
+        schema = {"title": "BulkSet", "type": "object", "required": ["set"],
+                  "additionalProperties": False, "properties": {"set": schema},
+                  "description": "The columns to set on every matching row. "
+                                 + ROW_VALUES["description"]}
+    return {"requestBody": {"required": True, "description": what,
+                            "content": {"application/json": {"schema": schema}}}}
+
+
+def csv_body(what: str) -> dict[str, Any]:
+    """The OpenAPI request body of a CSV import: text/csv, a header line naming columns."""
+    return {"requestBody": {"required": True, "description": what, "content": {
+        "text/csv": {"schema": {"type": "string", "description": "UTF-8 CSV; the header line "
+                                                                 "names the table's columns"}}}}}
+
+
 def _inline(schema: Any, defs: dict[str, Any]) -> Any:
     """`schema` with its local `$ref`s replaced by the definitions (request models are trees)."""
     if isinstance(schema, dict):

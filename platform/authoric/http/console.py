@@ -23,7 +23,7 @@ from authoric.console.preview import PreviewRequest
 from authoric.console.rows import AdminTable
 from authoric.http.admin import require_admin
 from authoric.http.admin_audit import audited_by_route
-from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
+from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of, csv_body, row_body
 from authoric.http.context import services
 from authoric.http.edge import RESERVED_PARAMS, table_request
 from authoric.plan.request import Operation, TableRequest
@@ -67,14 +67,16 @@ async def list_rows(request: Request, app: str, table: str) -> dict[str, Any]:
         return await rows.list_rows(conn, target, request.query_params.get("org"), parsed)
 
 
-@router.post(ROWS, status_code=201)
+@router.post(ROWS, status_code=201, openapi_extra=row_body(
+    "the new row's org and values; omitted columns take their default", in_org=True))
 async def create_row(request: Request, app: str, table: str) -> dict[str, Any]:
     parsed = row_request(request, "create", app, table, raw=await request.body())
     async with admin_table(request, app, table) as (conn, target):
         return await rows.create_row(conn, target, parsed)
 
 
-@router.post(ROWS + "/import", status_code=201)
+@router.post(ROWS + "/import", status_code=201,
+             openapi_extra=csv_body("the rows to insert, into the org named by `?org=`"))
 async def import_rows(request: Request, app: str, table: str) -> dict[str, Any]:
     # As for REST: the request is checked, then the body is spooled with no connection held
     # (a slow upload holds a file, not a pooled connection), then imported in one transaction.
@@ -99,7 +101,7 @@ async def read_row(request: Request, app: str, table: str, uid: uuid.UUID) -> di
         return await rows.read_row(conn, target, uid)
 
 
-@router.patch(ROW)
+@router.patch(ROW, openapi_extra=row_body("the columns to change, with their new values"))
 async def update_row(request: Request, app: str, table: str, uid: uuid.UUID) -> dict[str, Any]:
     parsed = row_request(request, "update", app, table, uid, await request.body())
     async with admin_table(request, app, table) as (conn, target):

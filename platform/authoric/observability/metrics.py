@@ -184,6 +184,23 @@ class Metrics:
         self.throttled = Counter("authoric_login_throttled",
                                  "token and refresh requests refused with 429", registry=r)
         self._children: dict[tuple[str, str, int], Any] = {}
+        # Webhooks (webhooks/worker.py), by webhook uid. Only the process holding a webhook's
+        # lease sets its lag; a process that lets one go sets it to 0, so the sum is its lag.
+        self.webhook_deliveries = Counter(
+            "authoric_webhook_deliveries", "webhook delivery attempts that got a 2xx",
+            ["webhook"], registry=r)
+        self.webhook_failures = Counter(
+            "authoric_webhook_failures",
+            "webhook delivery attempts that failed (no 2xx within 10 s, or refused)",
+            ["webhook"], registry=r)
+        self.webhook_lag_positions = Gauge(
+            "authoric_webhook_lag_positions", "change-log positions between a webhook's "
+            "cursor and the head, while it has changes waiting", ["webhook"],
+            multiprocess_mode="livesum", registry=r)
+        self.webhook_lag_seconds = Gauge(
+            "authoric_webhook_lag_seconds",
+            "age of a webhook's oldest change not yet delivered (0: none waiting)", ["webhook"],
+            multiprocess_mode="livesum", registry=r)
 
     # --- counted as things happen ---------------------------------------------------------
 
@@ -232,6 +249,13 @@ class Metrics:
         # then reads 0, nothing breaks).
         queue = free_slots(pool)
         self.request_pool_waiting.set(len(getattr(queue, "_getters", ()) or ()))
+
+    def webhook_delivered(self, webhook: str, ok: bool) -> None:
+        (self.webhook_deliveries if ok else self.webhook_failures).labels(webhook).inc()
+
+    def webhook_lag(self, webhook: str, positions: int, seconds: float) -> None:
+        self.webhook_lag_positions.labels(webhook).set(positions)
+        self.webhook_lag_seconds.labels(webhook).set(seconds)
 
     def feed_stage(self, stage: str, seconds: float) -> None:
         self.feed.observe(stage, seconds)

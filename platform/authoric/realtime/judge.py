@@ -142,7 +142,7 @@ Connect = Callable[[], Awaitable[AsyncConnection]]
 async def judge_orgs(connect: Connect, snapshot: AppSnapshot, table: CompiledTable,
                      classes: Mapping[Any, Sequence[ReadClass]], changes: Sequence[Change],
                      memo: Memo | None = None, raw: asyncpg.Connection | None = None,
-                     ) -> dict[Hashable, list[Frame]]:
+                     render: Render | None = None) -> dict[Hashable, list[Frame]]:
     """`judge`, with the classes already grouped by org (the hub keeps that grouping), so a
     batch only ever looks at the classes of its own orgs.
 
@@ -152,7 +152,9 @@ async def judge_orgs(connect: Connect, snapshot: AppSnapshot, table: CompiledTab
     (`memo`), with no BEGIN or ROLLBACK and no statement built per batch; without it, the
     statement is built and run through SQLAlchemy. The SQL is the same either way.
     The result has an entry only for the classes of the batch's orgs.
+    `render` makes each event's bytes (default: the SSE frame; webhooks render their body).
     """
+    render = _event if render is None else render
     memo = Memo() if memo is None else memo
     decisions = memo.decisions
     out: dict[Hashable, list[Frame]] = {}
@@ -187,7 +189,7 @@ async def judge_orgs(connect: Connect, snapshot: AppSnapshot, table: CompiledTab
                 if key in encoded:
                     made = encoded[key]
                 else:
-                    data = _event(table, cls, change, row, seen)
+                    data = render(table, cls, change, row, seen)
                     made = encoded[key] = None if data is None else Frame(change.pos, data,
                                                                           change.at)
                 if made is not None:
@@ -234,6 +236,11 @@ def _redacted(decisions: dict[Hashable, Decision | None], cls: ReadClass) -> fro
     decision = decisions[cls.key]
     assert decision is not None  # only classes that may read are judged
     return decision.redacted
+
+
+# An event's bytes for one class: (table, class, change, its row as the class reads it or
+# None, whether the class could read a deleted row as it stood) -> bytes, or None: not sent.
+Render = Callable[[CompiledTable, ReadClass, Change, dict[str, Any] | None, bool], bytes | None]
 
 
 def _event(table: CompiledTable, cls: ReadClass, change: Change,

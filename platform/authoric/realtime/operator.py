@@ -8,7 +8,7 @@ chunk of changes, whatever the number of operator subscribers: they all share th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, select
@@ -20,20 +20,29 @@ from authoric.db.changelog import BULK, DELETE, SCHEMA
 from authoric.realtime.judge import Frame, frame
 from authoric.realtime.source import RESYNC_REASONS, Change
 
+# An event's bytes for the operator: (table, change, the row as it stands with its `org`, or
+# None) -> bytes, or None: not sent.
+OperatorRender = Callable[[CompiledTable, Change, dict[str, Any] | None], bytes | None]
+
 
 async def judge_for_operator(conn: AsyncConnection, table: CompiledTable,
-                             changes: Sequence[Change]) -> list[Frame]:
-    """The operator's frames for `changes` (one table, ascending positions)."""
+                             changes: Sequence[Change],
+                             render: OperatorRender | None = None) -> list[Frame]:
+    """The operator's frames for `changes` (one table, ascending positions); `render` makes
+    each event's bytes (default: the SSE frame; webhooks render their body)."""
     rows = await _current_rows(conn, table, changes)
+    render = _event if render is None else render
     out: list[Frame] = []
     for change in changes:
-        data = _event(table, change, rows.get(change.row_uid))
+        row = rows.get(change.row_uid)
+        data = render(table, change, None if row is None else
+                      {**table.row_json(row), "org": str(row["org_uid"])})
         if data is not None:
             out.append(Frame(change.pos, data, change.at))
     return out
 
 
-def _event(table: CompiledTable, change: Change, row: Any) -> bytes | None:
+def _event(table: CompiledTable, change: Change, row: dict[str, Any] | None) -> bytes | None:
     org = str(change.org_uid)
     if change.op in RESYNC_REASONS:
         return frame(change.pos, {"reason": RESYNC_REASONS[change.op], "table": table.name,
@@ -43,8 +52,7 @@ def _event(table: CompiledTable, change: Change, row: Any) -> bytes | None:
                                   "rowUid": str(change.row_uid), "org": org})
     if row is None:  # deleted since: its delete follows in the log
         return None
-    return frame(change.pos, {"op": change.op, "table": table.name,
-                              "row": {**table.row_json(row), "org": str(row["org_uid"])}})
+    return frame(change.pos, {"op": change.op, "table": table.name, "row": row})
 
 
 async def _current_rows(conn: AsyncConnection, table: CompiledTable,

@@ -24,7 +24,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.model import ColumnDef
-from authoric.catalog.types import TEXTUAL_TYPES, column_type
+from authoric.catalog.types import COLUMN_TYPES, TEXTUAL_TYPES, column_type
 from authoric.db.errors import sqlstate
 from authoric.db.sql import Sql, statement
 
@@ -37,6 +37,15 @@ CONVERSIONS = frozenset(
     | {(b, a) for a in TEXTUAL for b in FROM_TEXT}
     | {("integer", "numeric"), ("numeric", "integer"), ("date", "timestamp"),
        ("timestamp", "date")})
+
+
+
+def conversion_table() -> dict[str, list[str]]:
+    """For each column type, the types a column of it may become: itself first, then the
+    others in the order of COLUMN_TYPES. What the console offers (GET /admin/column-types),
+    read from the one table the server checks."""
+    return {a: [a, *(b for b in COLUMN_TYPES if (a, b) in CONVERSIONS)] for a in COLUMN_TYPES}
+
 
 CHECK_PAGE = 10_000  # rows split per page once the whole table's check has failed
 # A value no input function of ours reads: prefixed to a refused value, its cast fails.

@@ -212,7 +212,8 @@ async def _alter_columns(conn: AsyncConnection, app_uid: uuid.UUID, definition: 
     failing: list[dict[str, Any]] = []
     for before, after in pairs:
         assert before is not None
-        failing += await schema_change.failing_rows(conn, app_uid, definition, before, after)
+        refused = await schema_change.failing_rows(conn, app_uid, definition, before, after)
+        failing += await schema_change.with_values(conn, app_uid, definition, before, refused)
     if failing:
         raise ValidationFailed("some rows cannot take this change; nothing was changed",
                                {"rows": failing[:indexes.MAX_LISTED_ROWS]})

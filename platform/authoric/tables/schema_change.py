@@ -16,7 +16,10 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import MetaData, TextClause, select, update
+from sqlalchemy import MetaData, Text, TextClause, cast, select, update
+from sqlalchemy import column as sql_column
+from sqlalchemy import table as sql_table
+from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.schema import AddConstraint
 
@@ -266,6 +269,20 @@ async def failing_rows(conn: AsyncConnection, app_uid: uuid.UUID, definition: Ta
                                      [conversion_sql(col, before, after)])
         found += [{**d, "column": shown} for d in dupes[:MAX_LISTED_ROWS - len(found)]]
     return found
+
+
+async def with_values(conn: AsyncConnection, app_uid: uuid.UUID, definition: TableDef,
+                      before: ColumnDef, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`found` (failing rows) with each row's `value`: what the column holds now, as text
+    (null for a null), so the operator sees what was refused, not only where."""
+    if not found:
+        return found
+    rows = sql_table(definition.name, sql_column("uid", UUID()), sql_column(before.name),
+                     schema=schema_name(app_uid))
+    held = await conn.execute(select(rows.c.uid, cast(rows.c[before.name], Text)).where(
+        rows.c.uid.in_([uuid.UUID(str(f["uid"])) for f in found])))
+    values = {str(uid): value for uid, value in held}
+    return [{**f, "value": values.get(str(f["uid"]))} for f in found]
 
 
 async def alter_column(conn: AsyncConnection, app_uid: uuid.UUID, definition: TableDef,

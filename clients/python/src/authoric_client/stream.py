@@ -83,6 +83,7 @@ class AsyncSubscription(Generic[R]):
         self._done = False
         self.last_event_id = last_event_id
         self.status: Status = "connecting"
+        self._reported = False  # on_status hears the first status too, `connecting` included
         self.connections = 0  # streams opened so far (1 + reconnections)
         self.retry_after: float | None = None  # the last wait a 429 (or 5xx) asked for
 
@@ -134,7 +135,8 @@ class AsyncSubscription(Generic[R]):
         await self.close()
 
     def _set_status(self, status: Status) -> None:
-        if status != self.status:
+        if status != self.status or not self._reported:
+            self._reported = True
             self.status = status
             if self._on_status is not None:
                 self._on_status(status)

@@ -1,0 +1,119 @@
+"""Where a delivery may go, and an HTTP transport that goes exactly there (SSRF).
+
+A webhook's host is resolved on every attempt, and every address it resolves to must be
+public: loopback, private, link-local, unspecified, multicast, reserved and IPv4-mapped IPv6
+addresses are refused (the cloud metadata addresses 169.254.169.254 and fd00:ec2::254 are in
+those ranges), unless the operator set `AUTHORIC_WEBHOOK_ALLOW_PRIVATE=true`. The connection
+then goes to the address just checked: the request's URL names the address, its Host header
+and TLS SNI the name, so nothing resolves the name a second time and a DNS answer that
+changes between the check and the connection (rebinding) cannot steer it. Redirects are not
+followed (httpx does not by default; a 3xx is a failed delivery).
+
+Each host gets its own connection pool (keep-alive per receiver), keyed by scheme, name and
+port; the pool's connections are keyed by the address, so a host whose address changed gets
+a new connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
+
+import httpx
+
+from authoric.errors import ValidationFailed
+
+Resolve = Callable[[str, int], Awaitable[list[str]]]
+SCHEMES = {"http": 80, "https": 443}
+
+
+class TargetRefused(Exception):
+    """The URL may not be delivered to (its message says why; it holds no secret)."""
+
+
+async def resolve_host(host: str, port: int) -> list[str]:
+    """Every address `host` resolves to now (the system resolver)."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def refusal(address: str) -> str | None:
+    """Why a delivery to `address` is refused, or None for a public address."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and (ip.ipv4_mapped or ip.sixtofour):
+        return "an IPv4-mapped or 6to4 IPv6 address"
+    for attribute in ("is_loopback", "is_private", "is_link_local", "is_unspecified",
+                      "is_multicast", "is_reserved"):
+        if getattr(ip, attribute):
+            return f"a {attribute.removeprefix('is_').replace('_', '-')} address"
+    return None
+
+
+def split_target(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of a webhook URL; ValidationFailed for anything but http(s)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ValidationFailed("the url is not a URL", {"url": url}) from exc
+    if parts.scheme not in SCHEMES or not parts.hostname:
+        raise ValidationFailed("the url must be http:// or https:// with a host", {"url": url})
+    if parts.username or parts.password:
+        raise ValidationFailed("the url may not carry credentials", {"url": "userinfo"})
+    return parts.scheme, parts.hostname, port or SCHEMES[parts.scheme]
+
+
+async def checked_address(host: str, port: int, resolve: Resolve, allow_private: bool) -> str:
+    """The address to connect to: `host` resolved now, every answer checked."""
+    try:
+        addresses = [host.strip("[]")] if _is_address(host) else await resolve(host, port)
+    except OSError as exc:
+        raise TargetRefused(f"{host} does not resolve") from exc
+    if not addresses:
+        raise TargetRefused(f"{host} does not resolve")
+    if not allow_private:
+        for address in addresses:
+            why = refusal(address)
+            if why is not None:
+                raise TargetRefused(f"{host} resolves to {why}")
+    return addresses[0]
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+class PinnedTransport(httpx.AsyncBaseTransport):
+    """Sends each request to the address its host resolves to right now, if allowed."""
+
+    def __init__(self, resolve: Resolve = resolve_host, allow_private: bool = False) -> None:
+        self.resolve, self.allow_private = resolve, allow_private
+        self.pools: dict[tuple[str, str, int], httpx.AsyncHTTPTransport] = {}
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        scheme, host = url.scheme, url.host
+        port = url.port or SCHEMES.get(scheme, 0)
+        if scheme not in SCHEMES:
+            raise TargetRefused(f"scheme {scheme!r} is not http or https")
+        address = await checked_address(host, port, self.resolve, self.allow_private)
+        pool = self.pools.get((scheme, host, port))
+        if pool is None:
+            pool = self.pools[(scheme, host, port)] = httpx.AsyncHTTPTransport(retries=0)
+        # The Host header was set from the name when the request was built; the URL now names
+        # the checked address, so the connection goes there with no second lookup.
+        request.url = url.copy_with(host=address)
+        request.extensions = {**request.extensions, "sni_hostname": host}
+        return await pool.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for pool in self.pools.values():
+            await pool.aclose()
+        self.pools.clear()

@@ -1,0 +1,350 @@
+"""Webhooks (contract section 8) delivered to real receivers: HTTP servers this test starts.
+
+The server here allows private targets (the receivers listen on 127.0.0.1) and retries after
+at most 50-200 ms instead of 5 s-1 h, so retries are seen within the test; the SSRF rules run
+with private targets refused (test_webhooks_ssrf.py).
+
+Callers: the operator (admin token) manages webhooks; clerks of two orgs write invoices; a
+viewer's role redacts `amount` and hides drafts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from standardwebhooks import Webhook
+from standardwebhooks.webhooks import WebhookVerificationError
+
+from tests.receivers import Receiver
+from tests.scenario import AppWorld, Caller, expect
+from tests.servers import ServerProcess, start_server
+from tests.sse import SSEClient
+
+COLUMNS: list[dict[str, Any]] = [{"name": "number", "type": "text", "required": True},
+                                 {"name": "status", "type": "text", "default": "received"},
+                                 {"name": "amount", "type": "numeric"}]
+
+
+@pytest.fixture(scope="module")
+def hooks_server(database_url: str, tmp_path_factory: pytest.TempPathFactory,
+                 ) -> Iterator[ServerProcess]:
+    proc = start_server(database_url, tmp_path_factory.mktemp("webhooks"),
+                        AUTHORIC_WEBHOOK_ALLOW_PRIVATE="true", AUTHORIC_WEBHOOK_RETRY_BASE="0.05",
+                        AUTHORIC_WEBHOOK_RETRY_MAX="0.2")
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def client(hooks_server: ServerProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=hooks_server.url, timeout=30) as c:
+        yield c
+
+
+class Shop:
+    def __init__(self, world: AppWorld) -> None:
+        self.world = world
+        world.table("invoices", COLUMNS)
+        self.north, self.south = world.org("North"), world.org("South")
+        world.role("clerk", ["invoices:*"])
+        world.role("viewer", ["invoices:read_list", "invoices:read"],
+                   row_policies={"invoices": {"status": {"ne": "draft"}}},
+                   redact={"invoices": ["amount"]})
+        self.north_clerk = world.caller(self.north, ["clerk"])
+        self.south_clerk = world.caller(self.south, ["clerk"])
+        self.receivers: list[Receiver] = []
+        self.hooks: list[str] = []
+
+    @property
+    def admin(self) -> Caller:
+        return self.world.admin
+
+    @property
+    def hooks_path(self) -> str:
+        return f"{self.world.base}/webhooks"
+
+    def receiver(self) -> Receiver:
+        receiver = Receiver().start()
+        self.receivers.append(receiver)
+        return receiver
+
+    def hook(self, receiver: Receiver, **body: Any) -> dict[str, Any]:
+        made = expect(self.admin.post(self.hooks_path, json={"url": receiver.url,
+                                                             "tables": ["invoices"], **body}), 201)
+        self.hooks.append(made["uid"])
+        return dict(made)
+
+    def insert(self, clerk: Caller, number: str, **values: Any) -> dict[str, Any]:
+        return dict(expect(clerk.post(self.world.rows("invoices"),
+                                      json={"number": number, "amount": "10.00", **values}), 201))
+
+    def deliveries(self, uid: str) -> list[dict[str, Any]]:
+        return list(expect(self.admin.get(f"{self.hooks_path}/{uid}/deliveries?limit=1000"),
+                           200)["items"])
+
+    def wait_status(self, uid: str, status: str, timeout: float = 30) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = expect(self.admin.get(f"{self.hooks_path}/{uid}"), 200)
+            if got["status"] == status:
+                return dict(got)
+            time.sleep(0.05)
+        raise AssertionError(f"webhook never became {status}")
+
+
+@pytest.fixture
+def shop(hooks_server: ServerProcess, client: httpx.Client) -> Iterator[Shop]:
+    setup = Shop(AppWorld.create(hooks_server, client))
+    yield setup
+    for uid in setup.hooks:  # a webhook left active would be delivered by later servers
+        setup.admin.delete(f"{setup.hooks_path}/{uid}")
+    for receiver in setup.receivers:
+        receiver.stop()
+
+
+def positions(received: list[Any]) -> list[int]:
+    return [int(r.id) for r in received]
+
+
+def test_operator_creates_a_webhook_and_gets_each_change_signed_in_order(shop: Shop) -> None:
+    receiver = shop.receiver()
+    made = shop.hook(receiver)
+    assert made["secret"].startswith("whsec_") and made["status"] == "active"
+    assert made["ops"] == ["insert", "update", "delete"] and made["role"] is None
+    listed = expect(shop.admin.get(shop.hooks_path), 200)["items"]
+    assert [h["uid"] for h in listed] == [made["uid"]] and "secret" not in listed[0]
+    assert "secret" not in expect(shop.admin.get(f"{shop.hooks_path}/{made['uid']}"), 200)
+
+    # Each event is re-read when delivered (a row deleted since is not sent): wait for each.
+    a = shop.insert(shop.north_clerk, "N-1")
+    receiver.wait_count(1)
+    expect(shop.north_clerk.patch(f"{shop.world.rows('invoices')}/{a['uid']}",
+                                  json={"status": "paid"}), 200)
+    b = shop.insert(shop.south_clerk, "S-1", status="draft")
+    receiver.wait_count(3)
+    expect(shop.north_clerk.delete(f"{shop.world.rows('invoices')}/{a['uid']}"), 204)
+    got = receiver.wait_count(4)
+    assert len(got) == 4
+    hook = Webhook(made["secret"])
+    bodies = [hook.verify(r.body, r.headers) for r in got]
+    assert [b_["type"] for b_ in bodies] == ["insert", "update", "insert", "delete"]
+    assert positions(got) == sorted(positions(got)) and len(set(positions(got))) == 4
+    assert [int(b_["position"]) for b_ in bodies] == positions(got)
+    assert bodies[0]["row"]["uid"] == a["uid"] and bodies[0]["row"]["amount"] == "10.00"
+    assert bodies[0]["org"] == shop.north and bodies[2]["org"] == shop.south
+    assert bodies[2]["row"]["uid"] == b["uid"]  # the operator's view: drafts too
+    assert bodies[3] == {**bodies[3], "type": "delete", "rowUid": a["uid"], "table": "invoices",
+                         "app": shop.world.name}
+    assert got[0].headers["content-type"] == "application/json"
+    # A signature made with another secret does not verify.
+    with pytest.raises(WebhookVerificationError):
+        Webhook("whsec_" + "A" * 32).verify(got[0].body, got[0].headers)
+
+
+def test_a_failing_receiver_holds_back_later_events_and_order_holds_under_retries(
+        shop: Shop) -> None:
+    receiver = shop.receiver()
+    receiver.fail_next = 5
+    made = shop.hook(receiver)
+    made_rows = [shop.insert(shop.north_clerk, f"N-{i}") for i in range(6)]
+    got = receiver.wait_count(6)
+    assert [g.json()["row"]["uid"] for g in got] == [r["uid"] for r in made_rows]
+    # Every request in arrival order: the first position five times, then each once.
+    ids = [r.id for r in receiver.received()]
+    assert ids[:6] == [ids[0]] * 6 and ids[5:] == [g.id for g in got]
+    log = shop.deliveries(made["uid"])
+    first = [d for d in log if d["position"] == ids[0]]
+    assert sorted(d["attempt"] for d in first) == [1, 2, 3, 4, 5, 6]
+    answers = [(d["status"], d["error"]) for d in sorted(first, key=lambda d: d["attempt"])]
+    assert answers == [(503, "HTTP 503")] * 5 + [(200, None)]
+    assert all(d["durationMs"] >= 0 and d["at"] for d in log)
+
+
+def test_a_paused_webhook_resumed_skips_nothing(shop: Shop) -> None:
+    receiver = shop.receiver()
+    made = shop.hook(receiver)
+    shop.insert(shop.north_clerk, "before")
+    receiver.wait_count(1)
+    path = f"{shop.hooks_path}/{made['uid']}"
+    assert expect(shop.admin.patch(path, json={"status": "paused"}), 200)["status"] == "paused"
+    paused = [shop.insert(shop.north_clerk, f"while-{i}") for i in range(3)]
+    time.sleep(1.5)  # a paused webhook sends nothing, however long it waits
+    assert len(receiver.first_seen()) == 1
+    expect(shop.admin.patch(path, json={"status": "active"}), 200)
+    got = receiver.wait_count(4)
+    assert [g.json()["row"]["uid"] for g in got[1:]] == [r["uid"] for r in paused]
+
+
+def test_replay_sends_again_from_a_position(shop: Shop) -> None:
+    receiver = shop.receiver()
+    made = shop.hook(receiver)
+    rows = [shop.insert(shop.north_clerk, f"N-{i}") for i in range(3)]
+    got = receiver.wait_count(3)
+    second = got[1].id
+    expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/replay", json={"from": second}), 200)
+    receiver.wait_for(lambda _: len(receiver.received()) >= 5, what="the replay")
+    again = receiver.received()[3:]
+    assert [r.id for r in again] == [got[1].id, got[2].id]
+    assert [r.json()["row"]["uid"] for r in again] == [rows[1]["uid"], rows[2]["uid"]]
+    expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/replay", json={"from": "x"}), 422)
+
+
+def test_a_role_webhook_sees_exactly_what_a_members_stream_of_that_role_sees(shop: Shop) -> None:
+    receiver = shop.receiver()
+    made = shop.hook(receiver, role="viewer")
+    viewer = shop.world.caller(shop.north, ["viewer"])
+    stream = SSEClient(shop.world.server.url, f"{shop.world.rows('invoices')}/subscribe",
+                       viewer.token)
+    try:
+        stream.wait_connected()
+        shown = shop.insert(shop.north_clerk, "N-1")
+        # Both re-read at delivery: let both see N-1 before it is deleted.
+        stream.wait_for_change(shown["uid"], "insert")
+        receiver.wait_count(1)
+        shop.insert(shop.north_clerk, "N-draft", status="draft")
+        draft_deleted = shop.insert(shop.north_clerk, "N-draft-2", status="draft")
+        expect(shop.north_clerk.delete(f"{shop.world.rows('invoices')}/{draft_deleted['uid']}"),
+               204)
+        expect(shop.north_clerk.delete(f"{shop.world.rows('invoices')}/{shown['uid']}"), 204)
+        last = shop.insert(shop.north_clerk, "N-2")
+        stream.wait_for_change(last["uid"], "insert")
+        got = receiver.wait_for(lambda g: any(r.json().get("row", {}).get("uid") == last["uid"]
+                                              for r in g))
+        events = [e for e in stream.events() if e.event in (None, "message") and e.id]
+        from_stream = [(int(e.id), {k: v for k, v in e.data.items() if k != "op"}, e.data["op"])
+                       for e in events]
+        from_hook = [(int(r.id), {k: v for k, v in r.json().items()
+                                  if k in ("table", "row", "rowUid")}, r.json()["type"])
+                     for r in got]
+        assert from_hook == from_stream
+        assert all(r.json()["row"]["amount"] == "[redacted]" for r in got if "row" in r.json())
+        # No draft, nor a draft's delete; N-1's delete (judged as the row stood) and N-2.
+        assert [(r.json()["type"], r.json().get("rowUid", r.json().get("row", {}).get("uid")))
+                for r in got] == [("insert", shown["uid"]), ("delete", shown["uid"]),
+                                  ("insert", last["uid"])]
+        assert all(r.json().get("row", {}).get("status") != "draft" for r in got)
+        assert draft_deleted["uid"] not in str([r.json() for r in got])
+    finally:
+        stream.close()
+    assert made["role"] == "viewer"
+
+
+def test_a_bulk_update_sends_one_resync_per_org_it_ran_in(shop: Shop) -> None:
+    receiver = shop.receiver()
+    shop.hook(receiver)
+    shop.insert(shop.north_clerk, "N-1")
+    expect(shop.north_clerk.patch(shop.world.rows("invoices"), params={"status": "received"},
+                                  json={"set": {"status": "paid"}}), 200)
+    got = receiver.wait_count(2)
+    assert got[1].json() == {**got[1].json(), "type": "resync", "reason": "bulk_change",
+                             "org": shop.north, "table": "invoices"}
+
+
+def test_a_redirect_is_not_followed_and_counts_as_a_failure(shop: Shop) -> None:
+    target = shop.receiver()
+    redirecting = shop.receiver()
+    redirecting.answer = lambda _: (307, {"location": target.url})
+    made = shop.hook(redirecting)
+    shop.insert(shop.north_clerk, "N-1")
+    redirecting.wait_for(lambda _: len(redirecting.received()) >= 2, what="retries")
+    assert target.received() == []
+    assert {d["status"] for d in shop.deliveries(made["uid"])} == {307}
+
+
+def test_after_the_retry_window_a_webhook_is_failing_until_the_operator_resumes_it(
+        shop: Shop) -> None:
+    expect(shop.admin.patch(shop.world.base, json={"settings": {"webhookRetryHours": 0.0003}}),
+           200)  # about a second
+    receiver = shop.receiver()
+    receiver.answer = lambda _: (500, {})
+    made = shop.hook(receiver)
+    rows = [shop.insert(shop.north_clerk, f"N-{i}") for i in range(2)]
+    failing = shop.wait_status(made["uid"], "failing")
+    assert failing["failingSince"] is not None
+    count = len(receiver.received())
+    time.sleep(1.0)  # failing: nothing more is tried
+    assert len(receiver.received()) == count
+    receiver.answer = None
+    expect(shop.admin.patch(f"{shop.hooks_path}/{made['uid']}", json={"status": "active"}), 200)
+    got = receiver.wait_count(2)
+    assert [g.json()["row"]["uid"] for g in got] == [r["uid"] for r in rows]
+
+
+def test_operator_rotates_the_secret_and_later_deliveries_use_it(shop: Shop) -> None:
+    receiver = shop.receiver()
+    made = shop.hook(receiver)
+    rotated = expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/secret"), 200)
+    assert rotated["secret"] != made["secret"] and rotated["secret"].startswith("whsec_")
+    shop.insert(shop.north_clerk, "N-1")
+    got = receiver.wait_count(1)
+    Webhook(rotated["secret"]).verify(got[0].body, got[0].headers)
+
+
+def test_webhook_changes_are_audited_without_their_secret(shop: Shop) -> None:
+    receiver = shop.receiver()
+    made = shop.hook(receiver)
+    path = f"{shop.hooks_path}/{made['uid']}"
+    rotated = expect(shop.admin.post(f"{path}/secret"), 200)
+    expect(shop.admin.patch(path, json={"ops": ["insert"]}), 200)
+    expect(shop.admin.post(f"{path}/replay", json={"from": "1"}), 200)
+    entries = expect(shop.admin.get(f"{shop.world.base}/audit"), 200)["items"]
+    actions = [e["action"] for e in entries]
+    assert {"webhook.create", "webhook_secret.rotate", "webhook.update",
+            "webhook.replay"} <= set(actions)
+    text = str(entries)
+    assert made["secret"] not in text and rotated["secret"] not in text
+    assert "whsec_" not in text
+
+
+def test_bad_webhook_requests_get_the_contracts_codes_and_change_nothing(shop: Shop) -> None:
+    base = {"url": "http://127.0.0.1:9/hook", "tables": ["invoices"]}
+    for body in ({**base, "url": "ftp://example.com/"}, {**base, "tables": ["nope"]},
+                 {**base, "role": "nobody"}, {**base, "ops": ["upsert"]}, {**base, "tables": []},
+                 {**base, "org": "00000000-0000-7000-8000-000000000000"}, {"url": base["url"]}):
+        expect(shop.admin.post(shop.hooks_path, json=body), 422, "VALIDATION_FAILED")
+    assert expect(shop.admin.get(shop.hooks_path), 200)["items"] == []
+    anonymous = Caller(shop.admin.client)
+    expect(anonymous.get(shop.hooks_path), 401, "UNAUTHENTICATED")
+    expect(shop.admin.get(f"{shop.hooks_path}/0199aaaa-0000-7000-8000-000000000000"), 404,
+           "NOT_FOUND")
+    expect(shop.admin.get(f"/admin/apps/nope_{shop.world.name}/webhooks"), 404, "NOT_FOUND")
+
+
+def test_metrics_show_each_webhooks_deliveries_failures_and_lag(shop: Shop,
+                                                                hooks_server: ServerProcess,
+                                                                ) -> None:
+    receiver = shop.receiver()
+    receiver.fail_next = 1
+    made = shop.hook(receiver)
+    shop.insert(shop.north_clerk, "N-1")
+    receiver.wait_count(1)
+    deadline = time.monotonic() + 10
+    text = ""
+    while time.monotonic() < deadline:
+        text = httpx.get(f"{hooks_server.url}/metrics",
+                         headers={"Authorization": f"Bearer {hooks_server.admin_token}"}).text
+        if f'authoric_webhook_deliveries_total{{webhook="{made["uid"]}"}} 1.0' in text:
+            break
+        time.sleep(0.2)
+    assert f'authoric_webhook_deliveries_total{{webhook="{made["uid"]}"}} 1.0' in text
+    assert f'authoric_webhook_failures_total{{webhook="{made["uid"]}"}} 1.0' in text
+    assert f'authoric_webhook_lag_positions{{webhook="{made["uid"]}"}}' in text
+    assert f'authoric_webhook_lag_seconds{{webhook="{made["uid"]}"}}' in text
+
+
+
+def test_operator_sends_a_test_delivery_that_moves_nothing(shop: Shop) -> None:
+    receiver = shop.receiver()
+    made = shop.hook(receiver)
+    answer = expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/test"), 200)
+    assert answer["status"] == 200 and answer["error"] is None and answer["durationMs"] >= 0
+    got = receiver.received()
+    assert len(got) == 1 and got[0].id.startswith("test_")
+    assert Webhook(made["secret"]).verify(got[0].body, got[0].headers)["type"] == "test"
+    assert shop.deliveries(made["uid"]) == []
+    receiver.answer = lambda _: (410, {})
+    assert expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/test"), 200)["status"] == 410

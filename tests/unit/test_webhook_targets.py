@@ -1,0 +1,151 @@
+"""The SSRF rules of webhook delivery (webhooks/targets.py), with an injected resolver: a
+name resolved on every attempt, private answers refused, and the connection made to the
+address just checked, with the name in the Host header."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pytest
+
+from authoric.errors import ValidationFailed
+from authoric.webhooks.targets import PinnedTransport, TargetRefused, refusal, split_target
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "10.0.0.1", "172.16.0.1", "192.168.1.1",
+                                     "169.254.169.254", "0.0.0.0", "::1", "::", "fe80::1",
+                                     "fd00:ec2::254", "::ffff:127.0.0.1", "::ffff:8.8.8.8",
+                                     "224.0.0.1"])
+def test_a_private_or_mapped_address_is_refused(address: str) -> None:
+    assert refusal(address) is not None
+
+
+@pytest.mark.parametrize("address", ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111"])
+def test_a_public_address_is_allowed(address: str) -> None:
+    assert refusal(address) is None
+
+
+def test_only_http_and_https_urls_with_a_host_are_targets() -> None:
+    assert split_target("https://example.com/x") == ("https", "example.com", 443)
+    assert split_target("http://[::1]:8080/") == ("http", "::1", 8080)
+    for url in ("ftp://example.com/", "http:///x", "http://a:b@example.com/", "http://x:99999/"):
+        with pytest.raises(ValidationFailed):
+            split_target(url)
+
+
+@pytest.fixture
+def local_server() -> Iterator[tuple[int, list[dict[str, str]]]]:
+    seen: list[dict[str, str]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            seen.append({k.lower(): v for k, v in self.headers.items()})
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1], seen
+    server.shutdown()
+    server.server_close()
+
+
+def _post(transport: PinnedTransport, url: str) -> httpx.Response:
+    async def go() -> httpx.Response:
+        async with httpx.AsyncClient(transport=transport) as client:
+            return await client.post(url, content=b"{}")
+    return asyncio.run(go())
+
+
+def test_a_name_that_resolves_to_loopback_is_refused_at_delivery(
+        local_server: tuple[int, list[dict[str, str]]]) -> None:
+    port, seen = local_server
+
+    async def to_loopback(host: str, _: int) -> list[str]:
+        return ["127.0.0.1"]
+
+    with pytest.raises(TargetRefused, match="loopback"):
+        _post(PinnedTransport(to_loopback), f"http://receiver.example:{port}/")
+    with pytest.raises(TargetRefused, match="IPv4-mapped"):
+        _post(PinnedTransport(to_loopback), f"http://[::ffff:127.0.0.1]:{port}/")
+    assert seen == []
+
+
+def test_a_name_is_resolved_on_every_attempt_so_a_rebinding_is_refused(
+        local_server: tuple[int, list[dict[str, str]]]) -> None:
+    port, seen = local_server
+    answers = iter([["8.8.8.8"], ["127.0.0.1"]])
+    asked: list[str] = []
+
+    async def rebinding(host: str, _: int) -> list[str]:
+        asked.append(host)
+        return next(answers)
+
+    transport = PinnedTransport(rebinding)
+
+    async def twice() -> list[Any]:
+        out: list[Any] = []
+        async with httpx.AsyncClient(transport=transport, timeout=0.5) as client:
+            for _ in range(2):
+                try:
+                    out.append(await client.post(f"http://rebind.example:{port}/", content=b""))
+                except Exception as exc:  # the first goes to 8.8.8.8 and times out
+                    out.append(type(exc))
+        return out
+
+    results = asyncio.run(twice())
+    assert asked == ["rebind.example", "rebind.example"]
+    assert results[1] is TargetRefused and seen == []
+
+
+def test_the_connection_goes_to_the_address_just_resolved_with_the_names_host_header(
+        local_server: tuple[int, list[dict[str, str]]]) -> None:
+    port, seen = local_server
+
+    async def to_loopback(host: str, _: int) -> list[str]:
+        return ["127.0.0.1"]
+
+    response = _post(PinnedTransport(to_loopback, allow_private=True),
+                     f"http://receiver.example:{port}/hook")
+    assert response.status_code == 204
+    assert seen[0]["host"] == f"receiver.example:{port}"
+
+
+def test_a_redirect_is_not_followed() -> None:
+    async def go() -> httpx.Response:
+        async def to_loopback(host: str, _: int) -> list[str]:
+            return ["127.0.0.1"]
+
+        seen: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                seen.append(self.path)
+                self.send_response(302)
+                self.send_header("location", "/elsewhere")
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            async with httpx.AsyncClient(transport=PinnedTransport(to_loopback, True)) as client:
+                response = await client.post(f"http://r.example:{server.server_address[1]}/a")
+        finally:
+            server.shutdown()
+            server.server_close()
+        assert seen == ["/a"]
+        return response
+
+    assert asyncio.run(go()).status_code == 302
