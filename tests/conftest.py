@@ -28,21 +28,46 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "the rest do the same whichever server AUTHORIC_TEST_DATABASE_URL names")
 
 
+# Tests of what runs outside the server (the console in a browser, the client libraries, the
+# benchmark harnesses, the wheel's packaging): they reach the database only through a server
+# whose every route the API and integration tests already run on both PostgreSQL servers.
+ONCE = ("tests/e2e/", "tests/browser/", "tests/clients/", "tests/bench/",
+        "tests/integration/test_wheel.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With --database-bound-only, deselect the tests that never reach `database_url`: the
-    database server is all that differs between CI's two passes (.ci/run), so those would only
-    run again as they ran in the first (unit tests, and tests that start an embedded
-    PostgreSQL of their own, such as the chaos minute)."""
+    """With --database-bound-only, deselect the tests that never reach `database_url`, and
+    those in ONCE: the database server is all that differs between CI's two passes (.ci/run),
+    so those would only run again as they ran in the first (unit tests, tests that start an
+    embedded PostgreSQL of their own such as the chaos minute, and the clients' tests)."""
     if not config.getoption("--database-bound-only"):
         return
     bound: list[pytest.Item] = []
     unbound: list[pytest.Item] = []
     for item in items:
         reaches = "database_url" in getattr(item, "fixturenames", ())
-        (bound if reaches else unbound).append(item)
+        once = item.nodeid.startswith(ONCE)
+        (bound if reaches and not once else unbound).append(item)
     if unbound:
         config.hook.pytest_deselected(items=unbound)
         items[:] = bound
+
+
+def under_ci() -> bool:
+    """Whether this run is CI's (CI set to anything but empty, 0, false or no)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> pytest.TestReport:
+    """Under CI a skip is a failure: a test that could not run (a missing tool, a missing
+    package) must stop the run, not let it pass without it. Locally a skip stays a skip."""
+    report: pytest.TestReport = yield
+    if report.skipped and under_ci() and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"CI must run every test, and this one skipped: {reason}"
+    return report
 
 
 def _server_url(tmp_root: Path) -> str:

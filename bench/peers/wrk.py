@@ -2,8 +2,9 @@
 
 The Lua script is generated per (system, route): it builds every request variant once per
 wrk thread in `init()` and picks one at random per request, counts every response outside
-2xx by status in a `response` hook, and prints one JSON line from `done()` with wrk's own
-request count, duration and latency percentiles.
+2xx by status in a `response` hook (and every response, per thread), and prints one JSON line
+from `done()` with wrk's own request count, duration and latency percentiles, and how many
+responses each thread received.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ end
 
 function init(args)
   bad = {{}}
+  answered = 0
   for _, v in ipairs(variants) do
     table.insert(prepared, wrk.format(v[1], v[2], headers, v[3]))
   end
@@ -50,6 +52,7 @@ function request()
 end
 
 function response(status, _, _)
+  answered = answered + 1
   if status < 200 or status > 299 then
     local key = tostring(status)
     bad[key] = (bad[key] or 0) + 1
@@ -58,7 +61,9 @@ end
 
 function done(summary, latency, _)
   local totals = {{}}
+  local per_thread = {{}}
   for _, t in ipairs(threads) do
+    table.insert(per_thread, tostring(t:get("answered")))
     for status, n in pairs(t:get("bad")) do
       totals[status] = (totals[status] or 0) + n
     end
@@ -71,10 +76,10 @@ function done(summary, latency, _)
   io.write(string.format(
     '{mark}{{"requests": %d, "duration_us": %d, "p50_us": %d, "p99_us": %d, ' ..
     '"mean_us": %.1f, "max_us": %d, "socket_errors": {{"connect": %d, "read": %d, ' ..
-    '"write": %d, "timeout": %d}}, "non2xx": {{%s}}}}\n',
+    '"write": %d, "timeout": %d}}, "non2xx": {{%s}}, "answered": [%s]}}\n',
     summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
     latency.mean, latency.max, e.connect, e.read, e.write, e.timeout,
-    table.concat(counts, ", ")))
+    table.concat(counts, ", "), table.concat(per_thread, ", ")))
 end
 """
 
@@ -111,6 +116,7 @@ class Run:
     p99_ms: float
     errors: dict[str, int]  # non-2xx by status, and socket errors by kind
     client_cpu: float  # wrk's own user + system seconds
+    answered: tuple[int, ...] = ()  # responses received by each wrk thread
 
     @property
     def rps(self) -> float:
@@ -136,4 +142,5 @@ def run(target: Target, route: str, connections: int, seconds: float, threads: i
     errors.update({k: int(v) for k, v in result["socket_errors"].items() if v})
     return Run(requests=int(result["requests"]), seconds=result["duration_us"] / 1e6,
                p50_ms=result["p50_us"] / 1000, p99_ms=result["p99_us"] / 1000, errors=errors,
-               client_cpu=(after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+               client_cpu=(after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+               answered=tuple(int(n) for n in result["answered"]))

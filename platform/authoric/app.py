@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from authoric import clock
+from authoric.auth import passwords
 from authoric.auth.ratelimit import RateLimiter
 from authoric.auth.secrets import admin_token, jwt_secret
 from authoric.catalog.snapshot import SnapshotCache
@@ -79,6 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         clock.install(settings.test_clock_file)
+        passwords.install(settings.test_cheap_password_hashing)
         url = settings.database_url or embedded_database_url(settings.data_dir)
         engine = create_engine(settings, url)
         counted.watch_pool(engine)

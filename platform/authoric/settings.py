@@ -47,6 +47,8 @@ class Settings(BaseSettings):
     trusted_proxies: str = ""
     # TESTS ONLY: a file holding seconds to add to the clock for token expiry
     test_clock_file: Path | None = None
+    # TESTS ONLY: hash passwords with Argon2id at its minimum cost (auth/passwords.py)
+    test_cheap_password_hashing: bool = False
     # seconds between keep-alive comments on an idle subscribe stream
     sse_ping_interval: float = Field(default=25.0, gt=0)
     sse_replay_limit: int = 1000

@@ -77,6 +77,7 @@ def test_orgs_of_one_app_are_not_visible_from_another(world: AppWorld, server: S
     other.org("Northwind")  # the same name is fine in another app
     assert expect(other.admin.get(f"{other.base}/orgs"), 200)["items"][0]["uid"] != org
     expect(other.admin.delete(f"{other.base}/orgs/{org}"), 404, "NOT_FOUND")
+    assert [o["uid"] for o in expect(world.admin.get(f"{world.base}/orgs"), 200)["items"]] == [org]
 
 
 def test_member_of_a_deleted_org_gets_401_on_the_next_request(notes: AppWorld) -> None:
@@ -84,6 +85,7 @@ def test_member_of_a_deleted_org_gets_401_on_the_next_request(notes: AppWorld) -
     member = notes.caller(org, ["writer"])
     expect(member.get(notes.rows("notes")), 200)
     assert notes.admin.delete(f"{notes.base}/orgs/{org}").status_code == 204
+    assert expect(notes.admin.get(f"{notes.base}/orgs"), 200)["items"] == []
     expect(member.get(notes.rows("notes")), 401, "UNAUTHENTICATED")
     expect(notes.admin.client.post(f"/{notes.name}/auth/refresh",
                                    json={"refresh_token": member.refresh_token}),
@@ -152,6 +154,13 @@ def test_admin_puts_a_membership_and_gets_org_user_and_roles_back(notes: AppWorl
     again = expect(notes.admin.put(f"{notes.base}/orgs/{org}/members/{user['uid']}",
                                    json={"roles": ["writer", "reader"]}), 200)
     assert sorted(again["roles"]) == ["reader", "writer"]
+    listed = expect(notes.admin.get(f"{notes.base}/orgs/{org}/members"), 200)["items"]
+    assert [(m["user"], sorted(m["roles"])) for m in listed] == [(user["uid"],
+                                                                  ["reader", "writer"])]
+    # The roles are the member's: the writer role lets them write in that org.
+    member = notes.login(user, org)
+    row = expect(member.post(notes.rows("notes"), json={"body": "mine"}), 201)
+    assert [r["uid"] for r in expect(member.get(notes.rows("notes")), 200)["items"]] == [row["uid"]]
 
 
 def test_user_in_two_orgs_works_in_whichever_org_they_log_into(notes: AppWorld) -> None:
@@ -185,6 +194,8 @@ def test_admin_gets_404_for_a_membership_of_an_unknown_org_or_user(notes: AppWor
                  f"orgs/{org}/members/{uuid.uuid4()}", f"orgs/{org}/members/nobody"):
         expect(notes.admin.put(f"{notes.base}/{path}", json={"roles": ["reader"]}),
                404, "NOT_FOUND")
+    assert expect(notes.admin.get(f"{notes.base}/orgs/{org}/members"), 200)["items"] == []
+    expect(_login(notes, user["email"], user["password"], org), 401, "UNAUTHENTICATED")
 
 
 def test_admin_cannot_add_a_user_of_another_app_to_an_org(notes: AppWorld,
@@ -194,6 +205,7 @@ def test_admin_cannot_add_a_user_of_another_app_to_an_org(notes: AppWorld,
     org = notes.org("Northwind")
     expect(notes.admin.put(f"{notes.base}/orgs/{org}/members/{stranger['uid']}",
                            json={"roles": ["writer"]}), 404, "NOT_FOUND")
+    assert expect(notes.admin.get(f"{notes.base}/orgs/{org}/members"), 200)["items"] == []
 
 
 def test_removed_member_gets_401_with_the_access_token_they_still_hold(notes: AppWorld) -> None:
@@ -297,12 +309,16 @@ def test_member_with_star_star_may_do_everything_on_every_table(notes: AppWorld)
     notes.table("tags", [{"name": "label", "type": "text"}])
     notes.role("owner", ["*:*"])
     member = notes.caller(notes.org("Northwind"), ["owner"])
-    for table, body in (("notes", {"body": "b"}), ("tags", {"label": "l"})):
-        row = expect(member.post(notes.rows(table), json=body), 201)
-        expect(member.patch(f"{notes.rows(table)}/{row['uid']}", json=body), 200)
-        expect(member.get(notes.rows(table)), 200)
-        expect(member.get(f"{notes.rows(table)}/{row['uid']}"), 200)
-        assert member.delete(f"{notes.rows(table)}/{row['uid']}").status_code == 204
+    for table, column in (("notes", "body"), ("tags", "label")):
+        row = expect(member.post(notes.rows(table), json={column: "first"}), 201)
+        path = f"{notes.rows(table)}/{row['uid']}"
+        expect(member.patch(path, json={column: "second"}), 200)
+        assert [r[column] for r in expect(member.get(notes.rows(table)), 200)["items"]] == [
+            "second"]
+        assert expect(member.get(path), 200)[column] == "second"
+        assert member.delete(path).status_code == 204
+        expect(member.get(path), 404, "NOT_FOUND")
+        assert expect(member.get(notes.rows(table)), 200)["items"] == []
 
 
 def test_member_with_one_action_may_do_exactly_that_action(notes: AppWorld) -> None:
@@ -323,9 +339,21 @@ def test_member_with_one_action_may_do_exactly_that_action(notes: AppWorld) -> N
         for other, call in calls.items():
             if other != action:
                 expect(call(member), 403, "FORBIDDEN")
-    for action in ("read_list", "read", "create", "update", "delete"):
-        member = notes.caller(org, [f"only_{action}"])
-        assert calls[action](member).status_code in (200, 201, 204), action
+
+    def bodies() -> list[str]:
+        return sorted(r["body"] for r in expect(writer.get(notes.rows("notes")), 200)["items"])
+
+    allowed = {action: notes.caller(org, [f"only_{action}"]) for action in calls}
+    assert [r["uid"] for r in expect(calls["read_list"](allowed["read_list"]), 200)["items"]] == [
+        row["uid"]]
+    assert expect(calls["read"](allowed["read"]), 200)["body"] == "b"
+    # A writer who may not read gets {"uid": ...} alone (contract): another member reads it.
+    expect(calls["create"](allowed["create"]), 201)
+    assert bodies() == ["b", "n"]
+    expect(calls["update"](allowed["update"]), 200)
+    assert bodies() == ["n", "u"]
+    assert calls["delete"](allowed["delete"]).status_code == 204
+    assert bodies() == ["n"]
 
 
 def test_several_roles_combine_permissively(notes: AppWorld) -> None:

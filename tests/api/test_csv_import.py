@@ -187,6 +187,7 @@ def test_clerk_importing_a_file_with_an_unknown_column_gets_422_naming_it_before
     clerk = _clerk(ledger)
     rows = _errors(_import(clerk, ledger, "things", "title,colour\nx,red\ny,blue,extra\n"))
     assert rows == [{"line": 1, "column": "colour", "message": rows[0]["message"]}]
+    assert _things(ledger, clerk) == []
 
 
 def test_clerk_importing_a_file_without_a_required_column_gets_422_naming_it(
@@ -194,6 +195,7 @@ def test_clerk_importing_a_file_without_a_required_column_gets_422_naming_it(
     clerk = _clerk(ledger)
     rows = _errors(_import(clerk, ledger, "things", "qty,amount\n1,2\n"))
     assert [(r["line"], r["column"]) for r in rows] == [(1, "title")]
+    assert _things(ledger, clerk) == []
 
 
 @pytest.mark.parametrize("header", ["uid", "createdAt", "updatedAt", "org_uid", "deletedAt"])
@@ -210,6 +212,7 @@ def test_clerk_importing_a_file_naming_a_column_twice_gets_422(ledger: AppWorld)
     clerk = _clerk(ledger)
     rows = _errors(_import(clerk, ledger, "things", "title,qty,qty\nx,1,2\n"))
     assert [(r["line"], r["column"]) for r in rows] == [(1, "qty")]
+    assert _things(ledger, clerk) == []
 
 
 def test_clerk_importing_an_empty_file_gets_422_and_a_header_alone_inserts_nothing(
@@ -218,6 +221,7 @@ def test_clerk_importing_an_empty_file_gets_422_and_a_header_alone_inserts_nothi
     _errors(_import(clerk, ledger, "things", b""))
     assert expect(_import(clerk, ledger, "things", "title,qty\n"), 201) == {"inserted": 0}
     assert expect(_import(clerk, ledger, "things", "title,qty"), 201) == {"inserted": 0}
+    assert _things(ledger, clerk) == []
 
 
 # Malformed CSV -----------------------------------------------------------------------------
@@ -284,6 +288,7 @@ def test_clerk_importing_a_file_with_text_after_a_closing_quote_gets_422(ledger:
     clerk = _clerk(ledger)
     rows = _errors(_import(clerk, ledger, "things", 'title,qty\na,1\n"b"x,2\n'))
     assert [r["line"] for r in rows] == [3]
+    assert _things(ledger, clerk) == []
 
 
 def test_clerk_imports_a_file_with_a_byte_order_mark_and_crlf_line_ends(ledger: AppWorld) -> None:
@@ -309,6 +314,7 @@ def test_blank_lines_are_skipped_and_a_missing_final_newline_is_fine(ledger: App
     clerk = _clerk(ledger)
     assert expect(_import(clerk, ledger, "things", "title,qty\na,1\n\nb,2"), 201) == {
         "inserted": 2}
+    assert [(r["title"], r["qty"]) for r in _things(ledger, clerk)] == [("a", 1), ("b", 2)]
 
 
 def test_clerk_importing_a_file_streamed_in_tiny_chunks_gets_the_same_result(
@@ -359,6 +365,7 @@ def test_at_most_100_errors_are_listed_each_with_line_column_and_message(ledger:
     assert len(rows) == 100
     assert [r["line"] for r in rows] == list(range(2, 102))
     assert {r["column"] for r in rows} == {"qty"}
+    assert _things(ledger, clerk) == []
 
 
 # Content type and size ---------------------------------------------------------------------
@@ -376,7 +383,9 @@ def test_clerk_importing_with_another_content_type_gets_415(
 
 def test_content_type_parameters_and_case_are_accepted(ledger: AppWorld) -> None:
     clerk = _clerk(ledger)
-    expect(_import(clerk, ledger, "things", "title\nx\n", "Text/CSV; charset=utf-8"), 201)
+    assert expect(_import(clerk, ledger, "things", "title\nx\n", "Text/CSV; charset=utf-8"),
+                  201) == {"inserted": 1}
+    assert [r["title"] for r in _things(ledger, clerk)] == ["x"]
 
 
 def test_member_without_create_permission_gets_403_and_a_locked_table_table_locked(
@@ -392,6 +401,7 @@ def test_member_without_create_permission_gets_403_and_a_locked_table_table_lock
     expect(_import(clerk, ledger, "things", "title\nx\n"), 403, "TABLE_LOCKED")
     expect(Caller(clerk.client).post(f"{ledger.rows('things')}/import", content=b"title\nx\n",
                                      headers={"Content-Type": "text/csv"}), 401, "UNAUTHENTICATED")
+    assert _things(ledger, clerk) == []
 
 
 @pytest.fixture(scope="module")
@@ -525,6 +535,7 @@ def test_clerk_importing_references_to_soft_deleted_rows_is_refused(world: AppWo
     response = clerk.post(f"{world.rows('things')}/import", content=f"title,vendor_uid\nx,{gone['uid']}\n",
                           headers={"Content-Type": "text/csv"})
     assert [(r["line"], r["column"]) for r in _errors(response)] == [(2, "vendor")]
+    assert expect(clerk.get(world.rows("things")), 200)["items"] == []
 
 
 def test_clerk_importing_unique_duplicates_within_the_file_or_against_rows_is_refused(
@@ -538,6 +549,8 @@ def test_clerk_importing_unique_duplicates_within_the_file_or_against_rows_is_re
     # Uniqueness is per org: another org may import the same codes.
     assert expect(_import(clerk_b, ledger, "things", "title,code\nx,C-1\ny,C-2\n"), 201) == {
         "inserted": 2}
+    assert [(r["title"], r["code"]) for r in _things(ledger, clerk_b)] == [("x", "C-1"),
+                                                                         ("y", "C-2")]
 
 
 def test_member_whose_row_policy_the_imported_rows_would_not_match_gets_403_and_nothing(

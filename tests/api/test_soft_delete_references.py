@@ -26,6 +26,8 @@ def test_member_cannot_soft_delete_a_vendor_an_invoice_still_references(
     expect(clerk.delete(f"{world.rows('vendors')}/{vendor['uid']}"), 409, "CONFLICT")
     expect(clerk.get(f"{world.rows('vendors')}/{vendor['uid']}"), 200)
     expect(clerk.delete(world.rows("vendors"), params={"name": "Acme"}), 409, "CONFLICT")
+    assert [v["uid"] for v in expect(clerk.get(world.rows("vendors")), 200)["items"]] == [
+        vendor["uid"]]
 
 
 def test_member_can_soft_delete_a_vendor_once_its_invoices_are_deleted(
@@ -35,11 +37,15 @@ def test_member_can_soft_delete_a_vendor_once_its_invoices_are_deleted(
                                 json={"number": "1", "vendor_uid": vendor["uid"]}), 201)
     expect(clerk.delete(f"{world.rows('invoices')}/{invoice['uid']}"), 204)
     expect(clerk.delete(f"{world.rows('vendors')}/{vendor['uid']}"), 204)
+    expect(clerk.get(f"{world.rows('vendors')}/{vendor['uid']}"), 404, "NOT_FOUND")
+    assert expect(clerk.get(world.rows("vendors")), 200)["items"] == []
+    assert expect(clerk.get(world.rows("invoices")), 200)["items"] == []
 
 
 def test_member_cannot_reference_a_soft_deleted_vendor(world: AppWorld, clerk: Caller) -> None:
     vendor = expect(clerk.post(world.rows("vendors"), json={"name": "Gone"}), 201)
     expect(clerk.delete(f"{world.rows('vendors')}/{vendor['uid']}"), 204)
+    expect(clerk.get(f"{world.rows('vendors')}/{vendor['uid']}"), 404, "NOT_FOUND")
     expect(clerk.post(world.rows("invoices"), json={"number": "2", "vendor_uid": vendor["uid"]}),
            409, "CONFLICT")
     assert expect(clerk.get(world.rows("invoices")), 200)["items"] == []
@@ -52,3 +58,5 @@ def test_member_can_reuse_the_unique_name_of_a_soft_deleted_vendor(
     expect(clerk.delete(f"{world.rows('vendors')}/{vendor['uid']}"), 204)
     again = expect(clerk.post(world.rows("vendors"), json={"name": "Acme"}), 201)
     assert again["uid"] != vendor["uid"]
+    listed = expect(clerk.get(world.rows("vendors")), 200)["items"]
+    assert [(v["uid"], v["name"]) for v in listed] == [(again["uid"], "Acme")]

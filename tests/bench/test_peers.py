@@ -40,6 +40,8 @@ def test_a_cell_with_a_non_2xx_answer_is_flagged_and_named_in_the_figures() -> N
 
 @pytest.mark.skipif(not Path(wrk.WRK).exists(), reason="Debian's wrk is not installed")
 def test_wrk_counts_every_answer_outside_2xx_from_both_of_its_threads(tmp_path: Path) -> None:
+    """No throughput floor: however few requests a busy machine manages in a second, each of
+    wrk's two threads must have been answered, every 404 counted and no 200."""
     try:
         pocketbase_binary()
     except SystemExit:
@@ -49,12 +51,16 @@ def test_wrk_counts_every_answer_outside_2xx_from_both_of_its_threads(tmp_path: 
         pocketbase = target("PocketBase", pb.url, pb.process.pid, {
             # every create is a 404; a body holding the long-bracket closer must survive quoting
             "create": [Request("POST", missing, '{"text": "]=] ]] ]==]"}')],
-            "read": [Request("GET", "/api/health"), Request("GET", f"{missing}/x")],
+            "read": [Request("GET", "/api/health")],
+            "list": [Request("GET", f"{missing}/x"), Request("GET", f"{missing}/y")],
         })
         creates = wrk.run(pocketbase, "create", 4, 1, 2, tmp_path / "create.lua")
-        reads = wrk.run(pocketbase, "read", 4, 1, 2, tmp_path / "read.lua")
+        healthy = wrk.run(pocketbase, "read", 4, 1, 2, tmp_path / "read.lua")
+        misses = wrk.run(pocketbase, "list", 4, 1, 2, tmp_path / "list.lua")
 
-    assert creates.requests > 100
+    for run in (creates, healthy, misses):
+        assert len(run.answered) == 2 and min(run.answered) > 0, run
+        assert sum(run.answered) >= run.requests, run
     assert creates.errors == {"404": creates.requests}
-    assert reads.requests > 100
-    assert 0 < reads.errors["404"] < reads.requests
+    assert healthy.errors == {}
+    assert misses.errors == {"404": misses.requests}

@@ -1,8 +1,10 @@
 """Browser fixtures: Debian's Chromium driven by Playwright (from PyPI), a page served from a
 second origin by a tiny static server, and the page's script bundled by esbuild from the
-pinned npm packages in this folder (`npm ci` when they are missing).
+pinned npm packages in this folder (`npm ci` when they are missing), with the console's Node
+(tests/node.py: the system's, or console/.node).
 
-Skipped, loudly, when /usr/bin/chromium or npm is missing (CI installs Chromium).
+Skipped, loudly, when /usr/bin/chromium is missing or no Node can be had; under CI=true a skip
+fails the run instead (tests/conftest.py), and CI installs Chromium (.ci/run).
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests import node
 
 HERE = Path(__file__).parent
 CHROMIUM = Path(os.environ.get("AUTHORIC_TEST_CHROMIUM", "/usr/bin/chromium"))
@@ -32,19 +34,21 @@ PAGE = """<!doctype html>
 def _missing() -> str | None:
     if not CHROMIUM.exists():
         return f"{CHROMIUM} is not installed (apt-get install chromium)"
-    if shutil.which("npm") is None:
-        return "npm is not installed"
+    try:
+        node.node_bin()
+    except node.NodeMissing as missing:
+        return f"no Node: {missing}"
     return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    why = _missing()
+    ours = [item for item in items if Path(str(item.fspath)).is_relative_to(HERE)]
+    why = _missing() if ours else None
     if why is None:
         return
-    skip = pytest.mark.skip(reason=f"browser tests need Chromium and npm: {why}")
-    for item in items:
-        if Path(str(item.fspath)).is_relative_to(HERE):
-            item.add_marker(skip)
+    skip = pytest.mark.skip(reason=f"browser tests need Chromium and Node: {why}")
+    for item in ours:
+        item.add_marker(skip)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -57,15 +61,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 @pytest.fixture(scope="session")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder holding the page and its script bundle, built now from the pinned packages."""
-    installed = HERE / "node_modules" / ".package-lock.json"
-    lock = HERE / "package-lock.json"
-    if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=HERE, check=True,
-                       stdout=subprocess.DEVNULL)
+    node.npm_ci(HERE)
     out = tmp_path_factory.mktemp("browser-page")
     subprocess.run([str(HERE / "node_modules" / ".bin" / "esbuild"), "client.mjs", "--bundle",
                     "--format=iife", f"--outfile={out / 'bundle.js'}", "--log-level=warning"],
-                   cwd=HERE, check=True)
+                   cwd=HERE, check=True, env=node.env())
     (out / "index.html").write_text(PAGE)
     return out
 

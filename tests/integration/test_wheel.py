@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.servers import ServerProcess, start_server
+from tests.tree_lock import tree_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 UV = str(Path(sys.executable).with_name("uv"))
@@ -30,7 +31,8 @@ def run(*args: str, cwd: Path) -> str:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    run(UV, "build", "--wheel", "--quiet", "--out-dir", str(out), str(ROOT), cwd=ROOT)
+    with tree_lock("wheel-build"):  # setuptools writes build/ and egg-info into the tree
+        run(UV, "build", "--wheel", "--quiet", "--out-dir", str(out), str(ROOT), cwd=ROOT)
     (built,) = out.glob("authoric-*.whl")
     return built
 

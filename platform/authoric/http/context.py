@@ -20,6 +20,7 @@ from typing import Any
 import asyncpg
 from fastapi import Request
 from sqlalchemy import event
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.auth.api_keys import ApiKeys, is_api_key
@@ -33,7 +34,12 @@ from authoric.mail.sender import MailSender
 from authoric.plan.access import Access, admit
 from authoric.plan.guard import Facts, Guard, StaleFacts
 from authoric.plan.request import TableRequest
-from authoric.plan.runner import PoolExecutor, StatementCache, count_round_trip
+from authoric.plan.runner import (
+    PoolExecutor,
+    StatementCache,
+    count_round_trip,
+    prepared_on_old_tables,
+)
 from authoric.policy.principal import Principal
 from authoric.realtime.hub import Hub
 from authoric.realtime.source import Source
@@ -156,11 +162,15 @@ class Services:
                     raise
                 self.facts.put(key, facts)
                 verified = True
-            except AuthoricError:
+            except (AuthoricError, DBAPIError) as error:
                 # Refused on facts from the cache that no statement has confirmed (before any
-                # statement, or by a statement that failed on an old table shape): the answer
-                # stands only if the facts are still current.
-                if verified or guard.held:
+                # statement), or by a statement that failed: planned for a catalog that moved
+                # before it ran (a renamed or retyped column), it fails before its guard is
+                # looked at. The answer stands only if the facts are still current. (A write
+                # that committed never gets here: records.pipeline keeps its answer.)
+                if prepared_on_old_tables(error):
+                    continue  # a transaction's statement prepared before a retype: again
+                if (verified or guard.held) and not _from_a_statement(error):
                     raise
                 async with self.engine.connect() as conn:
                     count_round_trip()
@@ -169,6 +179,35 @@ class Services:
                     raise
                 self.facts.put(key, current)
                 facts, verified = current, True
+        raise ServiceUnavailable("the app kept changing during this request; retry it",
+                                 headers={"Retry-After": "1"})
+
+    async def export(self, header: str | None,
+                     request: TableRequest) -> tuple[AsyncIterator[bytes], str]:
+        """A CSV export as the token's member, and its file's name: planned in a transaction
+        whose facts its statement checks (the rows are read on their own connection, after
+        the transaction); planned again when they moved (a rename committed in between), so
+        the body is never read at another catalog version, nor cut off by one."""
+        for _ in range(PLAN_ATTEMPTS):
+            guard: Guard | None = None
+            try:
+                async with self.member_transaction(header, request.app) as caller:
+                    guard = caller.guard
+                    rows = await execute(caller, request)
+                    return rows, caller.snapshot.table(request.table).name
+            except StaleFacts:
+                continue
+            except DBAPIError as error:
+                # The first rows' statement failed: on a catalog that moved, plan again.
+                if guard is None:
+                    raise
+                if prepared_on_old_tables(error):
+                    continue
+                async with self.engine.connect() as conn:
+                    current = await load_facts(conn, self.tokens.access(bearer(header)),
+                                               request.app)
+                if current.version == guard.expected.version:
+                    raise
         raise ServiceUnavailable("the app kept changing during this request; retry it",
                                  headers={"Retry-After": "1"})
 
@@ -181,7 +220,17 @@ class Services:
             count_round_trip()
             facts = await load_facts(conn, claims, app_ref)
             snapshot = await self.snapshot(conn, claims.app_uid, facts.version)
-            yield InTransaction(conn, self.engine, _principal(claims, facts), snapshot)
+            guard = Guard(claims.app_uid, claims.user_uid, claims.org_uid,
+                          Facts(snapshot.version, facts.app_name, facts.roles, facts.email),
+                          membership=claims.membership)
+            yield InTransaction(conn, self.engine, _principal(claims, facts), snapshot, guard)
+
+
+def _from_a_statement(error: BaseException) -> bool:
+    """Whether the database refused a statement (rather than the request being refused
+    before one ran)."""
+    return isinstance(error, DBAPIError) or isinstance(error.__cause__,
+                                                      (asyncpg.PostgresError, DBAPIError))
 
 
 def _principal(claims: Claims, facts: Facts) -> Principal:

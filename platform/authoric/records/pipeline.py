@@ -34,9 +34,10 @@ from typing import Any, Literal, Protocol
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.catalog.snapshot import AppSnapshot
-from authoric.errors import BadRequest
+from authoric.errors import BadRequest, InternalError
 from authoric.plan.access import Access, admit
-from authoric.plan.expand import expand_rows, expansion_tree
+from authoric.plan.expand import expand_rows, expansion_tree, unexpanded
+from authoric.plan.guard import Guard, StaleFacts
 from authoric.plan.request import TableRequest
 from authoric.plan.runner import ConnectionExecutor, Executor
 from authoric.policy.principal import Principal
@@ -74,6 +75,9 @@ class InTransaction:
     engine: AsyncEngine
     principal: Principal
     snapshot: AppSnapshot
+    # The facts read in the transaction, for a statement run outside it (CSV export reads
+    # on its own connection after this one committed): None for the operator and the SDK.
+    guard: Guard | None = None
 
     at_once = False
 
@@ -143,8 +147,16 @@ async def _answer(caller: Caller, request: TableRequest,
     if tree:
         shown = result["items"] if request.operation == "list" else [result]
         # A writer who may not read the row gets {"uid"} alone: nothing to expand.
-        await expand_rows(caller, access.snapshot, access.table,
-                          [r for r in shown if len(r) > 1], tree)
+        readable = [r for r in shown if len(r) > 1]
+        try:
+            await expand_rows(caller, access.snapshot, access.table, readable, tree)
+        except (StaleFacts, InternalError):
+            if not request.writes:
+                raise  # a read is planned again (http/context.py), whole
+            # The write is done and must not run twice: its expansions, planned for a catalog
+            # that has since moved (the guard failed, or the statement on a renamed column),
+            # are left null (fail closed) rather than read.
+            unexpanded(readable, tree)
     if count == "exact":
         result["total"] = await reads.count_rows(caller.ex, access, request.filter.get())
     elif count == "estimate":  # the operator's, whose caller is always in a transaction
@@ -166,7 +178,8 @@ async def _run(caller: Caller, access: Access, request: TableRequest,
         # would leave the writer's policy.
     async with caller.transaction() as tx:
         current = tx.admit(request.table, request.action) if tx is not caller else access
-        return (await unit.run(Step(tx.ex, current, request, tx, chunks)))[1]
+        answer = (await unit.run(Step(tx.ex, current, request, tx, chunks)))[1]
+    return answer if unit.after is None else await unit.after(answer)
 
 
 @dataclass(frozen=True)
@@ -193,6 +206,8 @@ class Unit:
 
     run: Callable[[Step], Awaitable[tuple[bool, Any]]]
     alone: Callable[[Access, TableRequest], bool]
+    # What the answer still needs once its transaction has ended (an export's first rows).
+    after: Callable[[Any], Awaitable[Any]] | None = None
 
 
 def _always(access: Access, request: TableRequest) -> bool:
@@ -258,8 +273,10 @@ async def _import(step: Step) -> tuple[bool, Any]:
 
 async def _export(step: Step) -> tuple[bool, Any]:
     access, request = step.access, step.request
-    statement = csv_export.export_statement(access, request.filter.get(), request.page.get().order)
-    return True, csv_export.export_csv(step.in_tx.engine, access, statement)
+    tx = step.in_tx
+    statement = csv_export.export_statement(access, request.filter.get(),
+                                            request.page.get().order, tx.guard)
+    return True, csv_export.export_csv(tx.engine, access, statement, tx.guard)
 
 
 # Every operation of a table request, found here (plan.request names them).
@@ -272,5 +289,8 @@ OPERATIONS: dict[str, Unit] = {
     "update_where": Unit(_update_where, _never),
     "delete_where": Unit(_delete_where, _never),
     "import": Unit(_import, _never),
-    "export": Unit(_export, _never),
+    # The first rows are read before the response starts, outside the transaction: a
+    # catalog that moved since planning is found there (StaleFacts, planned again), never
+    # halfway through a body.
+    "export": Unit(_export, _never, csv_export.primed),
 }
