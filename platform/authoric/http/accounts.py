@@ -62,12 +62,11 @@ def mail_committed(svc: Services) -> None:
 
 @router.post("/{app}/auth/signup", status_code=202)
 async def sign_up(request: Request, app: str, body: SignUpBody) -> JSONResponse:
-    await throttle(request, app, body.normalized_email, MAIL)
     svc = services(request)
-    async with svc.tx() as conn:
-        status, answer = await service.sign_up(
-            conn, svc.jwt_secret, await find_app(conn, app), body, postbox(request),
-            request.headers.get("user-agent"))
+    async with svc.password_work:
+        await throttle(request, app, body.normalized_email, MAIL)
+        status, answer = await service.sign_up(svc.tx, svc.jwt_secret, app, body,
+                                               postbox(request), request.headers.get("user-agent"))
     mail_committed(svc)
     return JSONResponse(answer, status_code=status)
 
@@ -103,16 +102,17 @@ async def forgot(request: Request, app: str, body: EmailBody) -> dict[str, Any]:
 
 @router.post("/{app}/auth/password/reset")
 async def reset(request: Request, app: str, body: PasswordResetBody) -> dict[str, Any]:
-    await throttle(request, app, None, MAIL)
     svc = services(request)
-    async with svc.tx() as conn:
-        return await service.reset_password(conn, await find_app(conn, app), body)
+    async with svc.password_work:
+        await throttle(request, app, None, MAIL)
+        async with svc.tx() as conn:
+            return await service.reset_password(conn, await find_app(conn, app), body)
 
 
 @router.post("/{app}/auth/password", status_code=204)
 async def change_password(request: Request, app: str, body: PasswordChangeBody) -> Response:
     svc = services(request)
-    async with svc.tx() as conn:
+    async with svc.password_work, svc.tx() as conn:
         caller = await account_caller(conn, svc.tokens, request.headers.get("authorization"), app)
         await service.change_password(conn, caller, body)
     return Response(status_code=204)

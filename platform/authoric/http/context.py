@@ -10,6 +10,7 @@ request is planned again, so a change committed before the statement applies to 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator
@@ -47,6 +48,11 @@ from authoric.records.pipeline import InTransaction, execute
 from authoric.settings import Settings
 from authoric.tables.indexes import IndexBuilder
 
+# Requests that hash or check a password (sign-in, sign-up, reset, change) one process runs at
+# once; the rest wait their turn holding nothing. Argon2 takes a few hundred CPU milliseconds:
+# a burst of a thousand sign-ins would otherwise all hold pooled connections while the CPU
+# works through them, and time out waiting for one (bench.signin_burst).
+PASSWORD_SLOTS = 4
 PLAN_ATTEMPTS = 4  # plans per request before giving up on an app whose facts keep moving
 COUNT_FLAG = "AUTHORIC_TEST_COUNT_ROUND_TRIPS"  # tests only: X-Authoric-Round-Trips header
 
@@ -66,6 +72,8 @@ class Services:
     pool: asyncpg.Pool | None = None  # the request path's autocommit pool
     source: Source | None = None  # where streams' changes come from (the change log)
     mail_sender: MailSender | None = None  # None: no SMTP server, mail stays in the mailbox
+    password_work: asyncio.Semaphore = field(
+        default_factory=lambda: asyncio.Semaphore(PASSWORD_SLOTS))
     statements: StatementCache = field(default_factory=StatementCache)
     facts: FactsCache = field(default_factory=FactsCache)
     tokens: VerifiedTokens = field(init=False)
