@@ -42,7 +42,6 @@ from sqlalchemy import (
     null,
     or_,
     select,
-    text,
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
@@ -53,6 +52,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.db.changelog import BULK, DELETE, SCHEMA
+from authoric.db.sql import Sql, joined, quoted, statement
 from authoric.errors import AuthoricError
 from authoric.plan.access import operation_enabled
 from authoric.plan.binds import Shaped
@@ -371,10 +371,11 @@ def _deleted_branch(table: CompiledTable, i: int, images: list[dict[str, Any]],
 def _old_images(table: CompiledTable, i: int, images: list[dict[str, Any]]) -> Any:
     """A derived table `old` with the table's columns (typed), one row per deleted image."""
     t = table.table
-    picked = ", ".join(f'(r)."{c.name}"' for c in t.c)  # names come from the catalog only
-    sql = text(
-        f"SELECT d.pos AS {DPOS}, {picked} "
-        f"FROM jsonb_to_recordset(:{IMAGES}{i}) AS d(pos bigint, img jsonb), "
-        f'LATERAL jsonb_populate_record(NULL::"{t.schema}"."{t.name}", d.img) AS r'
+    picked = joined([Sql(f"(r).{quoted(c.name)}") for c in t.c])
+    sql = statement(
+        "SELECT d.pos AS {pos}, {picked} "
+        "FROM jsonb_to_recordset({images}) AS d(pos bigint, img jsonb), "
+        "LATERAL jsonb_populate_record(NULL::{table}, d.img) AS r",
+        pos=DPOS, picked=picked, images=Sql(f":{IMAGES}{i}"), table=(str(t.schema), t.name),
     ).bindparams(bindparam(f"{IMAGES}{i}", type_=JSONB, value=images))
     return sql.columns(literal(0, BigInteger).label(DPOS), *t.c).subquery(f"old{i}")
