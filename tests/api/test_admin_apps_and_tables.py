@@ -37,6 +37,13 @@ def _app_names(admin: Caller) -> list[str]:
 
 
 # Apps ------------------------------------------------------------------------------------
+# Contract sections 3 and 8: the settings an app starts with besides its token lifetimes.
+DEFAULT_ACCOUNT_AND_WEBHOOK_SETTINGS = {
+    "signUp": "closed", "emailVerification": "required", "orgCreation": "operator",
+    "orgOwnerRoles": [], "passwordMinLength": 8,
+    "links": {"verify": None, "reset": None, "invite": None}, "mailFrom": None,
+    "mailTemplates": {}, "webhookRetryHours": 72}
+
 
 def test_admin_creates_an_app_and_sees_it_with_default_settings(admin: Caller) -> None:
     name = unique("acme")
@@ -45,7 +52,7 @@ def test_admin_creates_an_app_and_sees_it_with_default_settings(admin: Caller) -
     assert set(app) == {"uid", "name", "createdAt", "settings"}
     assert app["createdAt"].endswith("Z")
     assert app["settings"] == {"accessTokenTtl": 900, "refreshTokenTtl": 2592000,
-                               "allowedOrigins": []}
+                               "allowedOrigins": [], **DEFAULT_ACCOUNT_AND_WEBHOOK_SETTINGS}
     assert expect(admin.get(f"/admin/apps/{name}"), 200) == app
     assert name in _app_names(admin)
 
@@ -85,7 +92,7 @@ def test_admin_deletes_an_app_and_it_is_gone_with_its_rows(world: AppWorld) -> N
 def test_admin_changes_token_lifetimes_and_new_logins_use_them(world: AppWorld) -> None:
     app = expect(world.admin.patch(world.base, json={"settings": {"accessTokenTtl": 60}}), 200)
     assert app["settings"] == {"accessTokenTtl": 60, "refreshTokenTtl": 2592000,
-                               "allowedOrigins": []}
+                               "allowedOrigins": [], **DEFAULT_ACCOUNT_AND_WEBHOOK_SETTINGS}
     assert expect(world.admin.get(world.base), 200)["settings"]["accessTokenTtl"] == 60
     org = world.org("O")
     world.role("r", [])

@@ -59,7 +59,7 @@ def desk(world: AppWorld) -> Desk:
 
 
 VIEWER = {"permissions": READ, "rowPolicies": {"invoices": {"status": {"ne": "draft"}}},
-          "redact": {"invoices": ["amount"]}}
+          "redact": {"invoices": ["amount"]}, "grants": []}
 
 
 def assert_predicted(desk: Desk, preview: dict[str, Any], before: list[dict[str, Any]]) -> None:
