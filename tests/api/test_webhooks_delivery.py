@@ -348,3 +348,38 @@ def test_operator_sends_a_test_delivery_that_moves_nothing(shop: Shop) -> None:
     assert shop.deliveries(made["uid"]) == []
     receiver.answer = lambda _: (410, {})
     assert expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/test"), 200)["status"] == 410
+
+
+def test_an_operator_webhook_expands_references_as_the_operator_reads_them(shop: Shop) -> None:
+    world = shop.world
+    world.table("countries", [{"name": "code", "type": "text", "required": True}])
+    world.table("vendors", [{"name": "name", "type": "text", "required": True},
+                            {"name": "iban", "type": "text"},
+                            {"name": "country", "type": "reference", "references": "countries"}])
+    world.table("bills", [{"name": "number", "type": "text", "required": True},
+                          {"name": "vendor", "type": "reference", "references": "vendors"}])
+    world.role("buyer", ["countries:*", "vendors:*", "bills:*"], redact={"vendors": ["iban"]})
+    buyer = world.caller(shop.south, ["buyer"])
+    operator_receiver, buyer_receiver = shop.receiver(), shop.receiver()
+    shop.hook(operator_receiver, tables=["bills"], expand=["vendor.country"])
+    shop.hook(buyer_receiver, tables=["bills"], role="buyer", expand=["vendor.country"])
+    country = expect(buyer.post(world.rows("countries"), json={"code": "NO"}), 201)
+    vendor = expect(buyer.post(world.rows("vendors"), json={
+        "name": "Fjord AS", "iban": "NO9386011117947", "country_uid": country["uid"]}), 201)
+    bill = expect(buyer.post(world.rows("bills"), json={"number": "B-1",
+                                                        "vendor_uid": vendor["uid"]}), 201)
+    orphan = expect(buyer.post(world.rows("bills"), json={"number": "B-2"}), 201)
+
+    operator_got = operator_receiver.wait_count(2)
+    first, second = (r.json() for r in operator_got)
+    assert first["row"]["uid"] == bill["uid"] and second["row"]["uid"] == orphan["uid"]
+    # The operator's view: the vendor unredacted, its country nested inside it.
+    expanded = first["row"]["expand"]["vendor"]
+    assert expanded["uid"] == vendor["uid"] and expanded["iban"] == "NO9386011117947"
+    assert expanded["expand"]["country"]["code"] == "NO"
+    assert first["row"]["vendor_uid"] == vendor["uid"]
+    assert second["row"]["expand"] == {"vendor": None}  # a null reference expands to null
+    # The same webhook as a role that redacts `iban` gets the vendor as that role reads it.
+    buyer_got = buyer_receiver.wait_count(2)
+    assert buyer_got[0].json()["row"]["expand"]["vendor"]["iban"] == "[redacted]"
+    assert buyer_got[0].json()["row"]["expand"]["vendor"]["expand"]["country"]["code"] == "NO"
