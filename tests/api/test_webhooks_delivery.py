@@ -10,12 +10,17 @@ viewer's role redacts `amount` and hides drafts.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
+from sqlalchemy.engine import make_url
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
@@ -191,6 +196,60 @@ def test_replay_sends_again_from_a_position(shop: Shop) -> None:
     assert [r.id for r in again] == [got[1].id, got[2].id]
     assert [r.json()["row"]["uid"] for r in again] == [rows[1]["uid"], rows[2]["uid"]]
     expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/replay", json={"from": "x"}), 422)
+
+
+def lease_held(database_url: str, uid: str, timeout: float = 30) -> None:
+    """Wait until a process holds the webhook's lease (the next claim after a replay)."""
+    url = make_url(database_url).set(drivername="postgresql").render_as_string(
+        hide_password=False)
+
+    async def held() -> bool:
+        conn = await asyncpg.connect(url)
+        try:
+            return bool(await conn.fetchval(
+                "SELECT lease_owner IS NOT NULL FROM authoric.webhooks WHERE uid = $1",
+                uuid.UUID(uid)))
+        finally:
+            await conn.close()
+
+    deadline = time.monotonic() + timeout
+    while not asyncio.run(held()):
+        assert time.monotonic() < deadline, "no process claimed the webhook again"
+        time.sleep(0.05)
+
+
+def test_a_replay_while_a_delivery_is_in_flight_is_not_skipped_by_that_delivery(
+        shop: Shop, database_url: str) -> None:
+    # The delivery of the second row is held until the operator has replayed from the first
+    # and the same process has claimed the webhook again: its success must not move the
+    # cursor from where the replay put it.
+    held, release = threading.Event(), threading.Event()
+    first: list[str] = []  # the receiver's lock is held while it answers: noted here
+
+    def hold_second(got: Any) -> tuple[int, dict[str, str]]:
+        first.append(got.id)
+        if got.json()["row"]["number"] == "N-1" and not held.is_set():
+            held.set()
+            release.wait(30)
+        return 200, {}
+
+    receiver = Receiver(answer=hold_second).start()
+    shop.receivers.append(receiver)
+    made = shop.hook(receiver)
+    try:
+        rows = [shop.insert(shop.north_clerk, f"N-{i}") for i in range(3)]
+        assert held.wait(30), "the second delivery never arrived"
+        expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/replay",
+                               json={"from": first[0]}), 200)
+        lease_held(database_url, made["uid"])
+    finally:
+        release.set()
+    got = receiver.wait_for(lambda g: len(g) == 3 and len(receiver.received()) >= 5,
+                            what="the replay from the first row")
+    assert [r.json()["row"]["uid"] for r in got] == [r["uid"] for r in rows]
+    # Sent once each, then again from the replayed position: nothing after it skipped.
+    ids = [r.id for r in receiver.received()]
+    assert ids[:2] == [got[0].id, got[1].id] and ids[2:5] == [r.id for r in got]
 
 
 def test_a_role_webhook_sees_exactly_what_a_members_stream_of_that_role_sees(shop: Shop) -> None:
