@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from typing import Any
 
 from tests.scenario import AppWorld, Caller, expect, unique
@@ -58,3 +60,22 @@ def without_request_id(body: Any) -> Any:
         details = {k: v for k, v in body["error"]["details"].items() if k != "requestId"}
         return {"error": {**body["error"], "details": details}}
     return body
+
+
+# A server's mail sender retrying every 0.2 s (doubling) and looking at the outbox as often.
+FAST_RETRIES = {"AUTHORIC_MAIL_RETRY_BASE": "0.2", "AUTHORIC_MAIL_POLL_INTERVAL": "0.2"}
+
+
+def sign_up(world: AppWorld, email: str, password: str = "a long password") -> None:
+    """`email` signs up (202: the app requires verification)."""
+    expect(world.admin.client.post(f"/{world.name}/auth/signup",
+                                   json={"email": email, "password": password}), 202)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")

@@ -18,6 +18,7 @@ from bench.harness import database, process_tree, running_server
 from bench.peers import report
 from bench.peers.measure import Cell, Idle, Settings, cores, measure_cells, measure_idle
 from bench.peers.systems import (
+    ALL_ROUTES,
     ROUTES,
     SEED_ROWS,
     api_key_target,
@@ -37,7 +38,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--warmup", type=float, default=2.0,
                     help="warm-up seconds before each slice, not measured (2)")
     ap.add_argument("--concurrency", default="10,50", help="wrk connections per cell (10,50)")
-    ap.add_argument("--routes", default=",".join(ROUTES), help="subset of read,list,create")
+    ap.add_argument("--routes", default=",".join(ROUTES),
+                    help="subset of read,list,create,signin (read,list,create)")
     ap.add_argument("--threads", type=int, default=1, help="wrk threads (1)")
     ap.add_argument("--authoric-workers", type=int, default=None,
                     help="`authoric serve --workers N` (default: serve's own default)")
@@ -51,8 +53,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     args.concurrency = [int(x) for x in args.concurrency.split(",") if x]
     args.routes = [r for r in args.routes.split(",") if r]
-    if set(args.routes) - set(ROUTES):
-        ap.error(f"routes are {', '.join(ROUTES)}")
+    if set(args.routes) - set(ALL_ROUTES):
+        ap.error(f"routes are {', '.join(ALL_ROUTES)}")
     args.rounds = max(1, args.rounds)
     return args
 
@@ -93,6 +95,9 @@ def run(args: argparse.Namespace) -> tuple[list[Cell], list[Idle]]:
             ours = authoric_target(server, db)
             targets = [ours, pocketbase_target(pb) if pb else api_key_target(ours)]
             print("both set up; the member sees its org's rows only, on both (checked)")
+            for target in targets:
+                if target.notes:
+                    print(f"{target.name}: {'; '.join(target.notes)}")
             idle = []
             if args.idle > 0:
                 print(f"idle: {args.settle:g} s to settle, then {args.idle:g} s with no clients")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bench.peers.measure import Cell, Idle, cores
 
 OURS, THEIRS = "Authoric", "PocketBase"
-ROUTE_NAMES = {"read": "read one", "list": "list 20", "create": "create"}
+ROUTE_NAMES = {"read": "read one", "list": "list 20", "create": "create", "signin": "sign in"}
 
 
 def _ratio(a: float, b: float) -> str:

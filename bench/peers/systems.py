@@ -34,7 +34,11 @@ import httpx
 
 from bench.harness import Database, PostgresCpu, Server, free_port, tree_cpu_seconds
 
-ROUTES = ("read", "list", "create")
+ROUTES = ("read", "list", "create")  # the default cells
+# `signin`: Authoric's POST /{app}/auth/token against PocketBase's auth-with-password, the
+# member's own email and password; the password hash's cost dominates both (Target.notes
+# says each side's parameters).
+ALL_ROUTES = (*ROUTES, "signin")
 SEED_ROWS = 400  # per org
 ORGS = ("org-a", "org-b")
 LIST_SIZE = 20
@@ -130,6 +134,7 @@ def authoric_target(server: Server, db: Database) -> Target:
     rows_path = f"/{app}/autocrud/{TABLE}"
     members: dict[str, httpx.Client] = {}
     uids: dict[str, list[str]] = {}
+    sign_ins: dict[str, str] = {}
     member_orgs: dict[str, str] = {}
     for org_name in ORGS:
         org = ok(admin.post(f"{base}/orgs", json={"name": org_name}))["uid"]
@@ -137,6 +142,7 @@ def authoric_target(server: Server, db: Database) -> Target:
         email, password = f"{org_name}@bench.test", secrets.token_urlsafe(12)
         user = ok(admin.post(f"{base}/users", json={"email": email, "password": password}))
         ok(admin.put(f"{base}/orgs/{org}/members/{user['uid']}", json={"roles": ["member"]}))
+        sign_ins[org_name] = json.dumps({"email": email, "password": password, "org": org})
         token = ok(admin.post(f"/{app}/auth/token",
                               json={"email": email, "password": password}))["access_token"]
         members[org_name] = httpx.Client(base_url=server.url, timeout=60,
@@ -169,8 +175,18 @@ def authoric_target(server: Server, db: Database) -> Target:
             "read": [Request("GET", f"{rows_path}/{uid}") for uid in uids[mine]],
             "list": [Request("GET", f"{rows_path}?limit={LIST_SIZE}")],
             "create": [Request("POST", rows_path, body) for body in bodies(row)],
-        },
+            "signin": [Request("POST", f"/{app}/auth/token", sign_ins[mine])],
+        }, notes=[authoric_password_hash()],
         api_key=key)
+
+
+def authoric_password_hash() -> str:
+    """The parameters Authoric hashes passwords with (argon2-cffi's defaults)."""
+    from argon2 import PasswordHasher
+
+    hasher = PasswordHasher()
+    return (f"passwords: Argon2id, t={hasher.time_cost}, m={hasher.memory_cost} KiB, "
+            f"p={hasher.parallelism} (argon2-cffi defaults, RFC 9106's second recommendation)")
 
 
 def api_key_target(token: Target) -> Target:
@@ -271,11 +287,13 @@ def pocketbase_target(pb: PocketBase) -> Target:
     rows_path = f"/api/collections/{TABLE}/records"
     members: dict[str, httpx.Client] = {}
     ids: dict[str, list[str]] = {}
+    sign_ins: dict[str, str] = {}
     for org in ORGS:
         member_email, member_password = f"{org}@bench.test", secrets.token_urlsafe(12)
         ok(admin.post("/api/collections/users/records", json={
             "email": member_email, "password": member_password,
             "passwordConfirm": member_password, "org": org, "verified": True}))
+        sign_ins[org] = json.dumps({"identity": member_email, "password": member_password})
         member_token = ok(httpx.post(f"{pb.url}/api/collections/users/auth-with-password", json={
             "identity": member_email, "password": member_password}))["token"]
         members[org] = httpx.Client(base_url=pb.url, timeout=60,
@@ -297,6 +315,9 @@ def pocketbase_target(pb: PocketBase) -> Target:
     headers = {"Authorization": member.headers["Authorization"]}
     for client in members.values():
         client.close()
+    password_field = next(f for f in ok(httpx.get(f"{pb.url}/api/collections/users", headers={
+        "Authorization": token}))["fields"] if f["name"] == "password")
+    cost = password_field.get("cost") or 10  # 0: the field's default, bcrypt.DefaultCost
     return Target(
         name="PocketBase", url=pb.url, headers=headers, server_pid=pb.process.pid,
         requests={
@@ -306,4 +327,6 @@ def pocketbase_target(pb: PocketBase) -> Target:
             "list": [Request("GET", f"{rows_path}?perPage={LIST_SIZE}&skipTotal=1&sort=id")],
             "create": [Request("POST", rows_path, body)
                        for body in bodies(lambda n: {**row(n, float), "org": mine})],
-        })
+            "signin": [Request("POST", "/api/collections/users/auth-with-password",
+                               sign_ins[mine])],
+        }, notes=[f"passwords: bcrypt, cost {cost} (the users collection's password field)"])

@@ -98,7 +98,7 @@ def script(target: Target, route: str) -> str:
         return f"  {{{lua_string(r.method)}, {lua_string(r.path)}, {body}}},"
 
     headers = dict(target.headers)
-    if route == "create":
+    if route in ("create", "signin"):
         headers["Content-Type"] = "application/json"
     return SCRIPT.format(
         label=f"{target.name} {route}", mark=MARK,

@@ -84,11 +84,17 @@ def listen_refusal(host: str, port: int) -> str | None:
     return None
 
 
-def announce(base: str, token: Secret) -> None:
-    """Where the server is; the admin token only when generated just now (never one from the
-    environment, never again on later starts: logs are kept longer than terminals)."""
+def announce(base: str, token: Secret, smtp: bool = False) -> None:
+    """Where the server is, and its mail; the admin token only when generated just now (never
+    one from the environment, never again on later starts: logs are kept longer than
+    terminals)."""
     print(f"Authoric is starting at {base}", flush=True)
     print(f"console: {base}/console/ (sign in with the admin token)", flush=True)
+    if smtp:
+        print("mail: sent through AUTHORIC_SMTP_URL", flush=True)
+    else:
+        print(f"mail: no AUTHORIC_SMTP_URL, so account mail stays in each app's mailbox: the "
+              f"console's Mail page, or GET {base}/admin/apps/{{app}}/mail", flush=True)
     if token.created:
         print(f"admin token (generated, kept in {token.path}): {token.value}", flush=True)
         print(f"try: curl -H 'Authorization: Bearer {token.value}' {base}/admin/apps", flush=True)
@@ -126,7 +132,8 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         handoff_dir = tempfile.mkdtemp(prefix="authoric-streams-")
         atexit.register(shutil.rmtree, handoff_dir, ignore_errors=True)
         os.environ["AUTHORIC_STREAM_HANDOFF_DIR"] = handoff_dir
-    announce(announced_base(args.host, args.port, settings.public_url), token)
+    announce(announced_base(args.host, args.port, settings.public_url), token,
+             bool(settings.smtp_url))
     # uvicorn re-raises the signal that stopped it once it has shut down gracefully; with
     # these handlers in place that is a no-op, so we return 0 and atexit stops the embedded
     # PostgreSQL (instead of dying by the signal, leaving it running).

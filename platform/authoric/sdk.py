@@ -30,6 +30,7 @@ from sqlalchemy import and_, select, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from authoric.auth.principals import member_facts
 from authoric.catalog.apps import find_app
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.db import tables as t
@@ -37,7 +38,7 @@ from authoric.db.changelog import PLATFORM_WRITE
 from authoric.db.embedded import embedded_database_url
 from authoric.db.engine import create_engine
 from authoric.db.errors import translate
-from authoric.errors import NotFound, Unauthenticated
+from authoric.errors import NotFound
 from authoric.plan.request import Operation, call
 from authoric.policy.principal import Principal
 from authoric.records.pipeline import Fresh, InTransaction, execute
@@ -118,15 +119,16 @@ class Session:
     async def _current(self, conn: AsyncConnection) -> tuple[Principal, AppSnapshot]:
         """The principal with its roles as of now, and the app's current snapshot."""
         p = self.principal
-        version = await conn.scalar(select(t.apps.c.version).where(t.apps.c.uid == p.app_uid))
-        if version is None:
-            raise NotFound("no such app")
-        if not p.acting_as_app:
-            roles = await conn.scalar(select(t.members.c.roles).where(and_(
-                t.members.c.org_uid == p.org_uid, t.members.c.user_uid == p.user_uid)))
-            if roles is None:
-                raise Unauthenticated("membership revoked")
-            p = Principal(p.app_uid, p.user_uid, p.org_uid, p.email, tuple(roles))
+        if p.acting_as_app:
+            version = await conn.scalar(select(t.apps.c.version).where(t.apps.c.uid == p.app_uid))
+            if version is None:
+                raise NotFound("no such app")
+        else:  # roles as a request's are loaded (auth.principals), without a token's membership
+            assert p.user_uid is not None
+            facts = await member_facts(conn, str(p.app_uid), p.app_uid, p.user_uid, p.org_uid,
+                                       None, any_membership=True)
+            version = facts.version
+            p = Principal(p.app_uid, p.user_uid, p.org_uid, facts.email, facts.roles or ())
         return p, await self.sdk.snapshots.get(conn, p.app_uid, version)
 
     async def _execute(self, table: str, operation: Operation, uid: str | uuid.UUID | None = None,
@@ -180,6 +182,7 @@ class Session:
         what it writes. Tables live in schema `app_<app uid hex>`."""
         async with self.sdk.engine.begin() as conn:
             # A direct SQL write: not filed by the platform, so capture must not skip it.
-            await conn.execute(text(f"SELECT set_config('{PLATFORM_WRITE}', 'off', true)"))
+            await conn.execute(text("SELECT set_config(:name, 'off', true)"),
+                               {"name": PLATFORM_WRITE})
             result = await conn.execute(text(statement), params or {})
             return list(result.mappings()) if result.returns_rows else []

@@ -67,8 +67,9 @@ def _median_seconds(call: object, times: int = 7) -> float:
 
 def test_forgot_and_sign_up_take_about_as_long_for_known_and_unknown_emails(
         world: AppWorld) -> None:
-    """Wide margins (a factor of three) on medians: a hash skipped for unknown emails would be
-    a factor of ten or more; a busy machine's noise is not."""
+    """Wide margins on medians: a factor of three, plus 100 ms for forgot, whose answers take
+    a few milliseconds either way, so that a busy machine's noise is not read as a leak. A
+    hash skipped for one side would be a factor of ten or more at sign-up."""
     open_sign_up(world)
     known = world.user()["email"]
     client = world.admin.client
@@ -82,7 +83,8 @@ def test_forgot_and_sign_up_take_about_as_long_for_known_and_unknown_emails(
     assert 1 / 3 < known_time / unknown_time < 3, (known_time, unknown_time)
     known_time = _median_seconds(lambda: _forgot(world, known))
     unknown_time = _median_seconds(lambda: _forgot(world, new_email()))
-    assert 1 / 3 < known_time / unknown_time < 3, (known_time, unknown_time)
+    assert known_time < 3 * unknown_time + 0.1, (known_time, unknown_time)
+    assert unknown_time < 3 * known_time + 0.1, (known_time, unknown_time)
 
 
 def test_a_reset_link_sets_the_password_once_and_ends_every_session_and_token(

@@ -93,3 +93,19 @@ def test_an_ended_session_ends_its_account_tokens_at_once(world: AppWorld) -> No
     [session] = expect(caller.get(f"/{world.name}/auth/sessions"), 200)["items"]
     expect(caller.delete(f"/{world.name}/auth/sessions/{session['id']}"), 204)
     expect(caller.get(f"/{world.name}/auth/me"), 401, "UNAUTHENTICATED")
+
+
+def test_a_caller_without_credentials_gets_401_on_bearer_routes_whatever_the_body(
+        world: AppWorld) -> None:
+    client = world.admin.client
+    routes = ["auth/password", "auth/switch", "orgs", "org/keys", "org/invitations"]
+    for route in routes:
+        for body in (b'{"name": "\\u0000"}', b"not json", b"[1, 2]"):
+            headers = {"content-type": "application/json"}
+            expect(client.post(f"/{world.name}/{route}", content=body, headers=headers),
+                   401, "UNAUTHENTICATED")
+            headers["authorization"] = "Bearer not-a-token"
+            expect(client.post(f"/{world.name}/{route}", content=body, headers=headers),
+                   401, "UNAUTHENTICATED")
+    expect(client.put(f"/{world.name}/org/members/someone", content=b"{}",
+                      headers={"content-type": "application/json"}), 401, "UNAUTHENTICATED")

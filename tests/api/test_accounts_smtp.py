@@ -1,8 +1,8 @@
 """Mail that really goes out: the outbox, the sender and a real SMTP server (aiosmtpd).
 
-Callers: people signing up and resetting their password on a server with AUTHORIC_SMTP_URL;
-SMTP servers that accept, that answer 451 first, that are down for a while; and a server
-process killed after the account change committed and before the mail went out."""
+Callers: people signing up on a server with AUTHORIC_SMTP_URL; SMTP servers that accept,
+that answer 451 first, that refuse a recipient for good (outages and crashes:
+test_accounts_smtp_faults)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,18 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.accounts import TOKEN_IN_LINK, mailbox, new_email, open_sign_up
+from tests.accounts import (
+    FAST_RETRIES,
+    TOKEN_IN_LINK,
+    mailbox,
+    new_email,
+    open_sign_up,
+    sign_up,
+    wait_until,
+)
 from tests.scenario import AppWorld, expect
 from tests.servers import ServerProcess, start_server
 from tests.smtp import SmtpServer, body_text, html_text
-
-FAST_RETRIES = {"AUTHORIC_MAIL_RETRY_BASE": "0.2", "AUTHORIC_MAIL_POLL_INTERVAL": "0.2"}
 
 
 @pytest.fixture(scope="module")
@@ -44,24 +50,10 @@ def mailing(mailing_server: ServerProcess) -> Iterator[AppWorld]:
         yield world
 
 
-def _sign_up(world: AppWorld, email: str) -> None:
-    expect(world.admin.client.post(f"/{world.name}/auth/signup",
-                                   json={"email": email, "password": "a long password"}), 202)
-
-
-def _wait(condition: object, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
-
-
 def test_a_verify_mail_arrives_with_the_recipient_subject_and_a_working_link(
         mailing: AppWorld, smtp: SmtpServer) -> None:
     email = new_email()
-    _sign_up(mailing, email)
+    sign_up(mailing, email)
     [message] = smtp.inbox.wait_for(email)
     assert message["From"] == "Acme <no-reply@acme.test>"
     assert mailing.name in message["Subject"]
@@ -71,7 +63,7 @@ def test_a_verify_mail_arrives_with_the_recipient_subject_and_a_working_link(
     assert found.group(1) in html_text(message)
     expect(mailing.admin.client.post(f"/{mailing.name}/auth/verify",
                                      json={"token": found.group(1)}), 200)
-    _wait(lambda: mailbox(mailing)[0]["status"] == "sent")
+    wait_until(lambda: mailbox(mailing)[0]["status"] == "sent")
     [kept] = mailbox(mailing)
     assert (kept["to"], kept["text"]) == (email, None)  # with SMTP the body is not kept
 
@@ -81,7 +73,7 @@ def test_a_server_answering_451_then_250_gets_the_mail_exactly_once(
     email = new_email()
     smtp.inbox.refuse_next = 2
     refused_before = smtp.inbox.refused
-    _sign_up(mailing, email)
+    sign_up(mailing, email)
     smtp.inbox.wait_for(email)
     time.sleep(1.0)  # five retry periods: a second copy would have come by now
     assert len(smtp.inbox.to(email)) == 1
@@ -92,8 +84,8 @@ def test_a_mail_the_server_refuses_for_good_is_marked_failed_with_its_answer(
         mailing: AppWorld, smtp: SmtpServer) -> None:
     email = new_email()
     smtp.inbox.unknown.add(email)
-    _sign_up(mailing, email)
-    _wait(lambda: mailbox(mailing)[0]["status"] != "pending")
+    sign_up(mailing, email)
+    wait_until(lambda: mailbox(mailing)[0]["status"] != "pending")
     [mail] = mailbox(mailing)
     assert mail["status"] == "failed" and mail["error"].startswith("5")
 

@@ -146,7 +146,7 @@ def test_a_search_index_is_gin_over_the_accent_folded_search_expression(
     assert put["kind"] == "search" and put["unique"] is False
     assert settled(world, "invoices", "notes_search")["state"] == "ready"
     [index] = physical(database_url, world, "invoices")
-    assert "USING gin (authoric.search_vector(notes))" in index["def"]
+    assert "USING gin ((ARRAY[org_uid]), authoric.search_vector(notes))" in index["def"]
     assert db_value(database_url, "SELECT authoric.search_vector($1) @@ "
                     "authoric.search_query($2)", "Café crème, late", "CAFE -paid") is True
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 import pytest
 from tests import node
-from tests.scenario import AppWorld, expect
+from tests.scenario import AppWorld, Caller, expect
 from tests.servers import ServerProcess, free_port, start_server
 from tests.tree_lock import tree_lock
 
@@ -447,6 +447,74 @@ export async function use(): Promise<string | null> {{
                               str(usage)], cwd=tmp_path, capture_output=True, text=True,
                              timeout=300, env=node.env())
     assert checked.returncode == 0, checked.stdout + types.read_text()
+
+
+def test_a_person_signs_up_verifies_resets_changes_switches_and_creates_an_org(
+        ts_server: Restartable, control_url: str) -> None:
+    vitest("test/accounts.test.ts", ts_server, control_url)
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is not installed")
+def test_the_accounts_example_signs_up_verifies_from_the_mailbox_and_resets_a_password(
+        ts_server: Restartable, tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+    from tests.accounts import mails_to, new_email
+
+    port = free_port()
+    app = f"accounts{port}"
+    env = node.env(AUTHORIC_URL=ts_server.proc.url, ACCOUNTS_PORT=str(port),
+               AUTHORIC_ADMIN_TOKEN=ts_server.proc.admin_token, ACCOUNTS_APP=app)
+    log = (tmp_path / "accounts.log").open("w")
+    pages = subprocess.Popen(["node", str(ROOT / "examples" / "accounts" / "run.mjs")],
+                             env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        origin = f"http://127.0.0.1:{port}"
+        for _ in range(600):  # up to 60 s for setup and bundling
+            try:
+                if httpx.get(origin, timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert pages.poll() is None, (tmp_path / "accounts.log").read_text()
+            time.sleep(0.1)
+        email = new_email()
+        with httpx.Client(base_url=ts_server.proc.url, timeout=30) as client, \
+                sync_playwright() as p:
+            world = AppWorld(ts_server.proc, app, Caller(client, ts_server.proc.admin_token))
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                        args=["--no-sandbox", "--disable-gpu"])
+            page = browser.new_page()
+            page.goto(origin)
+            page.fill("#signup [name=email]", email)
+            page.fill("#signup [name=password]", "a long password")
+            page.click("#signup button")
+            page.wait_for_selector("#message:has-text('Check your mail')", timeout=WAIT_MS)
+            [mail] = mails_to(world, email)
+            verify_link = next(w for w in mail["text"].split() if w.startswith(origin))
+            page.goto(verify_link)
+            page.wait_for_selector("#message:has-text('Your email is confirmed')", timeout=WAIT_MS)
+            page.goto(f"{origin}/forgot")
+            page.fill("#forgot [name=email]", email)
+            page.click("#forgot button")
+            page.wait_for_selector("#message:has-text('reset link is on its way')",
+                                   timeout=WAIT_MS)
+            reset = next(m for m in mails_to(world, email) if "Reset" in m["subject"])
+            page.goto(next(w for w in reset["text"].split() if w.startswith(origin)))
+            page.fill("#reset [name=password]", "a brand new password")
+            page.click("#reset button")
+            page.wait_for_selector("#message:has-text('Your password is changed')",
+                                   timeout=WAIT_MS)
+            page.goto(f"{origin}/signin")
+            page.fill("#signin [name=email]", email)
+            page.fill("#signin [name=password]", "a brand new password")
+            page.click("#signin button")
+            page.wait_for_selector(f"#message:has-text('Signed in as {email} (no org yet)')",
+                                   timeout=WAIT_MS)
+            browser.close()
+    finally:
+        pages.terminate()
+        pages.wait(10)
+        log.close()
 
 
 def test_a_member_invites_changes_removes_members_and_a_backend_job_uses_an_api_key(

@@ -109,3 +109,12 @@ def test_once_admitted_the_request_shape_is_answered() -> None:
     request = TableRequest("shop", "vendors", "import", media=refused_media())
     with pytest.raises(UnsupportedMediaType):
         admitted(Caller(member()), request)  # type: ignore[arg-type]
+
+
+def test_every_operation_a_request_can_name_has_one_unit_in_the_pipelines_table() -> None:
+    from typing import get_args
+
+    from authoric.plan.request import GATE_ACTION, Operation
+    from authoric.records.pipeline import OPERATIONS
+
+    assert set(OPERATIONS) == set(get_args(Operation)) == set(GATE_ACTION)

@@ -8,12 +8,20 @@ import re
 import uuid
 from typing import Any
 
+import asyncpg
 import pytest
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql
 
 from authoric.db import tables as t
-from authoric.plan.guard import FACT_COLUMNS, Facts, Guard, StaleFacts, guarded_select
+from authoric.plan.guard import (
+    FACT_COLUMNS,
+    Facts,
+    Guard,
+    StaleFacts,
+    guarded_branches,
+    guarded_select,
+)
 
 EXPECTED = Facts(version=7, app_name="shop", roles=("clerk",), email="ann@example.test")
 NO_FACTS = dict.fromkeys(FACT_COLUMNS)
@@ -81,3 +89,39 @@ def test_a_statement_runs_only_where_every_fact_the_plan_assumed_still_holds() -
     assert re.search(r"auth_facts\._email IS NOT DISTINCT FROM %\(B_email_\d+\)s", sql)
     assert (bound["B_version"], bound["B_app_name"], bound["B_roles"], bound["B_email"]) == (
         7, "shop", ["clerk"], "ann@example.test")
+
+
+def test_the_feed_s_catalog_guard_plans_again_only_when_the_version_moved() -> None:
+    g = Guard.for_catalog(uuid.uuid4(), 7)
+    assert g.check([no_row(Facts(7, "shop", None, None))]) == []
+    with pytest.raises(StaleFacts) as raised:
+        Guard.for_catalog(uuid.uuid4(), 7).check([no_row(Facts(8, "shop", None, None))])
+    assert raised.value.facts is not None and raised.value.facts.version == 8
+
+
+def test_the_feed_s_catalog_guard_checks_the_version_and_nothing_of_a_member() -> None:
+    g = Guard.for_catalog(uuid.uuid4(), 7)
+    sql = str(guarded_branches(g, [select(t.apps.c.uid), select(t.apps.c.uid)]).compile(
+        dialect=postgresql.dialect()))
+    assert "UNION ALL" in sql and sql.count("auth_facts._version = ") == 2
+    assert "members" not in sql
+    assert g.params() == {"B_app": g.app_uid, "B_version": 7}
+
+
+def test_a_count_is_one_guarded_row_that_stands_for_counted() -> None:
+    g = guard()
+    rows = [{**NO_FACTS, "uid": True, "total": 3}]
+    assert g.check(rows)[0]["total"] == 3 and g.held
+
+
+def test_a_statement_prepared_before_a_retype_is_told_from_other_failures() -> None:
+    from sqlalchemy.exc import DBAPIError
+
+    from authoric.plan.runner import prepared_on_old_tables
+
+    stale = asyncpg.exceptions.InvalidCachedStatementError("cached plan must not change result type")
+    wrapped = DBAPIError("SELECT 1", None, Exception("adapter"))
+    wrapped.orig.__cause__ = stale  # type: ignore[union-attr]
+    assert prepared_on_old_tables(wrapped)
+    assert not prepared_on_old_tables(DBAPIError("SELECT 1", None, Exception("other")))
+    assert not prepared_on_old_tables(asyncpg.exceptions.UndefinedColumnError("no column"))

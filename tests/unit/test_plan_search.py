@@ -11,6 +11,7 @@ from sqlalchemy.dialects import postgresql
 
 from authoric.catalog.model import TableDef
 from authoric.catalog.schema import compile_table
+from authoric.errors import ValidationFailed
 from authoric.query.fields import table_fields
 from authoric.query.filters import FilterError, FilterScope, compile_filter
 
@@ -73,3 +74,9 @@ def test_one_word_a_negated_search_and_other_statements_keep_the_plain_expressio
     assert "ANY" not in sql({"not": {"notes": {"search": "late paid"}}}, page=True)
     assert "ANY" not in sql({"notes": {"search": "late paid"}})
     assert "ANY" not in sql({"stage": {"search": "a b"}}, page=True)
+
+
+def test_a_like_pattern_with_a_nul_byte_is_refused_with_422_naming_its_column() -> None:
+    with pytest.raises(ValidationFailed) as caught:
+        sql({"notes": {"like": "late\x00%"}})
+    assert caught.value.status == 422 and caught.value.details["column"] == "notes"

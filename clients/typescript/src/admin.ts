@@ -19,6 +19,28 @@ import type {
 } from "./admin.generated.js";
 export type * from "./admin.generated.js";
 
+/** A mail in the app's mailbox (contract section 3): the body only without SMTP. */
+export interface MailItem {
+  id: string;
+  at: string;
+  to: string;
+  subject: string;
+  text: string | null;
+  html: string | null;
+  /** `mailbox` (no SMTP), `pending`, `sent`, or `failed` with `error`. */
+  status: string;
+  error?: string;
+}
+
+/** One of a user's sessions (a refresh-token family). */
+export interface UserSession {
+  id: string;
+  createdAt: string;
+  lastUsedAt: string;
+  userAgent: string | null;
+  current: boolean;
+}
+
 export interface ColumnDef {
   name: string;
   type: ColumnType;
@@ -76,7 +98,6 @@ export interface ApiKey {
   uid: string; name: string; org: string; roles: string[];
   createdAt: string; expiresAt: string | null; lastUsedAt: string | null;
 }
-export interface MailItem { id: string; at: string; to: string; subject: string; text: string | null; status: string }
 /** `key` is shown this once. */
 export interface NewApiKey extends ApiKey { key: string }
 export type AuditActor =
@@ -286,6 +307,9 @@ export class AppAdmin {
     create: (user: NewUser) => this.write<User>("POST", "/users", user),
     delete: (user: string) => this.write<void>("DELETE", `/users/${seg(user)}`),
     memberships: (user: string) => this.get<Items<Membership>>(`/users/${seg(user)}/memberships`),
+    sessions: (user: string) => this.get<Items<UserSession>>(`/users/${seg(user)}/sessions`),
+    endSession: (user: string, session: string) =>
+      this.write<void>("DELETE", `/users/${seg(user)}/sessions/${seg(session)}`),
   };
 
   readonly members = {

@@ -29,6 +29,28 @@ export interface SessionStorage {
   removeItem(key: string): void;
 }
 
+/** `signUp`'s answer: a verify mail is on its way (the app requires verification), or the
+ * new account is signed in (an account token: no org yet). */
+export type SignUpResult = { status: "verification_sent" } | { status: "signed_in"; session: Session };
+
+export interface Me {
+  user: { uid: string; email: string; emailVerified: boolean; createdAt: string };
+  /** The org of this session's token; null for an account token. */
+  org: string | null;
+  roles: string[];
+  memberships: { org: string; orgName: string; roles: string[] }[];
+  invitations: { uid: string; org: string; orgName: string; roles: string[]; expiresAt: string }[];
+}
+
+export interface SessionInfo {
+  id: string;
+  createdAt: string;
+  lastUsedAt: string;
+  userAgent: string | null;
+  /** The session this client is signed in with. */
+  current: boolean;
+}
+
 export interface AuthOptions {
   storage?: SessionStorage;
   storageKey?: string;
@@ -80,6 +102,66 @@ export class Auth implements Tokens {
     if (session?.refreshToken) {
       await this.http.json("POST", `/${this.app}/auth/logout`, { json: { refresh_token: session.refreshToken }, auth: false });
     }
+  }
+
+  /** Creates an account (the app's `signUp` must be "open"). With verification required, a
+   * mail goes to `email` and nothing else happens until its link is opened; with it off, the
+   * new account is signed in. */
+  async signUp(credentials: { email: string; password: string }): Promise<SignUpResult> {
+    const res = await this.http.send("POST", this.path("/auth/signup"), { json: credentials, auth: false });
+    const answer = (await res.json()) as TokenPair | { status: "verification_sent" };
+    if ("access_token" in answer) return { status: "signed_in", session: this.setSession(answer) as Session };
+    return { status: "verification_sent" };
+  }
+
+  /** Redeems the token of a verify mail's link. */
+  async verifyEmail(token: string): Promise<void> {
+    await this.http.json("POST", this.path("/auth/verify"), { json: { token }, auth: false });
+  }
+
+  /** Sends the verify mail again (the answer is the same whether or not the email has an account). */
+  async resendVerification(email: string): Promise<void> {
+    await this.http.json("POST", this.path("/auth/verify/resend"), { json: { email }, auth: false });
+  }
+
+  /** Sends a password-reset mail to `email` if it has an account (the answer is the same either way). */
+  async requestPasswordReset(email: string): Promise<void> {
+    await this.http.json("POST", this.path("/auth/password/forgot"), { json: { email }, auth: false });
+  }
+
+  /** Sets a new password with the token of a reset mail's link: every session of the account ends. */
+  async resetPassword(token: string, password: string): Promise<void> {
+    await this.http.json("POST", this.path("/auth/password/reset"), { json: { token, password }, auth: false });
+  }
+
+  /** Changes the signed-in user's password: their other sessions end, this one stays. */
+  async changePassword(current: string, password: string): Promise<void> {
+    await this.http.json("POST", this.path("/auth/password"), { json: { current, password } });
+  }
+
+  /** Who is signed in: the user, this session's org and roles, memberships and invitations. */
+  me(): Promise<Me> {
+    return this.http.json("GET", this.path("/auth/me"));
+  }
+
+  /** The user's sessions, one per sign-in. */
+  async sessions(): Promise<SessionInfo[]> {
+    return (await this.http.json<{ items: SessionInfo[] }>("GET", this.path("/auth/sessions"))).items;
+  }
+
+  /** Ends one of the user's sessions (another device's, say). */
+  async endSession(id: string): Promise<void> {
+    await this.http.send("DELETE", this.path(`/auth/sessions/${encodeURIComponent(id)}`));
+  }
+
+  /** Signs in to another org of the user's (a new session; the previous one stays valid). */
+  async switchOrg(org: string): Promise<Session> {
+    const pair = await this.http.json<TokenPair>("POST", this.path("/auth/switch"), { json: { org } });
+    return this.setSession(pair) as Session;
+  }
+
+  private path(suffix: string): string {
+    return `/${encodeURIComponent(this.app)}${suffix}`;
   }
 
   /** Uses a token pair obtained elsewhere (or null to forget the session). */

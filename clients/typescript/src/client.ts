@@ -1,6 +1,6 @@
 /** `createClient`: one app's sessions, tables and streams (contract sections 3 to 5b, 7). */
 
-import { Auth, type AuthOptions } from "./auth.js";
+import { Auth, type AuthOptions, type TokenPair } from "./auth.js";
 import { Http, type FetchLike, type Query } from "./http.js";
 import { Org } from "./org.js";
 import { Live, type LiveQuery, type LiveQueryOptions } from "./live.js";
@@ -95,12 +95,26 @@ export class Table<R> {
   }
 }
 
+/** Orgs the signed-in user creates (contract 3a; the app's `orgCreation` must be "users"). */
+export class Orgs {
+  constructor(private readonly client: Client<never>) {}
+
+  /** Creates an org owned by the user (with the app's `orgOwnerRoles`) and signs in to it. */
+  async create(org: { name: string }): Promise<{ uid: string; name: string }> {
+    const answer = await this.client.http.json<TokenPair & { org: { uid: string; name: string } }>(
+      "POST", `/${encodeURIComponent(this.client.app)}/orgs`, { json: org });
+    this.client.auth.setSession(answer);
+    return answer.org;
+  }
+}
+
 export class Client<T extends TableMap<T> = Untyped> {
   readonly http: Http;
   readonly auth: Auth;
   readonly app: string;
   /** The signed-in member's org: members, invitations, API keys (section 3a, 3b). */
   readonly org: Org;
+  readonly orgs: Orgs = new Orgs(this as unknown as Client<never>);
   private schema: Promise<Record<string, { properties?: Record<string, unknown> }>> | null = null;
 
   constructor(opts: ClientOptions) {

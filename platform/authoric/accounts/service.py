@@ -29,8 +29,14 @@ from authoric.accounts.models import (
     SwitchOrg,
 )
 from authoric.auth.passwords import hash_password, verify_password
-from authoric.auth.sessions import issue, revoke_sessions
-from authoric.catalog.apps import MAX_PASSWORD_BYTES, AppSettings, app_settings, bump_version
+from authoric.auth.sessions import Transaction, issue, revoke_sessions
+from authoric.catalog.apps import (
+    MAX_PASSWORD_BYTES,
+    AppSettings,
+    app_settings,
+    bump_version,
+    find_app,
+)
 from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
 from authoric.errors import Conflict, Forbidden, NotFound, Unauthenticated, ValidationFailed
@@ -57,28 +63,32 @@ async def _user_by_email(conn: AsyncConnection, app_uid: uuid.UUID, email: str) 
         t.users.c.app_uid == app_uid, t.users.c.email == email))).first()
 
 
-async def sign_up(conn: AsyncConnection, secret: str, app: Any, body: SignUp, postbox: Postbox,
+async def sign_up(tx: Transaction, secret: str, app_ref: str, body: SignUp, postbox: Postbox,
                   user_agent: str | None) -> tuple[int, dict[str, Any]]:
     """(status, answer): 202 `verification_sent` with verification required, known email or
-    not; with it off, 201 an account token pair, or 409 for a taken email."""
+    not; with it off, 201 an account token pair, or 409 for a taken email. The password is
+    hashed between two short transactions (as a sign-in checks one: auth.sessions.login)."""
+    async with tx() as conn:
+        app = await find_app(conn, app_ref)
     settings = app_settings(app["settings"])
     if settings.sign_up != "open":
         raise Forbidden("this app does not take sign-ups", {"reason": "sign_up_closed"})
     check_password(settings, body.password)
     email = body.normalized_email
     password_hash = await hash_password(body.password)  # known or not: the same work
-    uid = await _insert_user(conn, app["uid"], email, password_hash)
-    if settings.email_verification == "required":
+    async with tx() as conn:
+        uid = await _insert_user(conn, app["uid"], email, password_hash)
+        if settings.email_verification == "required":
+            if uid is None:
+                await postbox.queue(conn, app, "taken", email)
+            else:
+                token = await mail_tokens.issue_mail_token(
+                    conn, app["uid"], mail_tokens.VERIFY, user_uid=uid, subject=email)
+                await postbox.queue(conn, app, "verify", email, token)
+            return 202, VERIFICATION_SENT
         if uid is None:
-            await postbox.queue(conn, app, "taken", email)
-        else:
-            token = await mail_tokens.issue_mail_token(conn, app["uid"], mail_tokens.VERIFY,
-                                                      user_uid=uid, subject=email)
-            await postbox.queue(conn, app, "verify", email, token)
-        return 202, VERIFICATION_SENT
-    if uid is None:
-        raise Conflict("a user with this email exists", {"email": email})
-    return 201, await issue(conn, secret, app, uid, None, None, uuid7(), user_agent)
+            raise Conflict("a user with this email exists", {"email": email})
+        return 201, await issue(conn, secret, app, uid, None, None, uuid7(), user_agent)
 
 
 async def _insert_user(conn: AsyncConnection, app_uid: uuid.UUID, email: str,

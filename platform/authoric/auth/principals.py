@@ -66,20 +66,32 @@ async def load_facts(conn: AsyncConnection, claims: tokens.Claims, app_ref: str)
     """The current facts for a verified token and the URL's app: 404 for an unknown app,
     401 for a token of another app or a membership that no longer exists (the token's own
     membership: one removed and given back is another)."""
+    return await member_facts(conn, app_ref, claims.app_uid, claims.user_uid, claims.org_uid,
+                              claims.membership)
+
+
+async def member_facts(conn: AsyncConnection, app_ref: str, app_uid: uuid.UUID,
+                       user_uid: uuid.UUID, org_uid: uuid.UUID | None,
+                       membership: uuid.UUID | None, *, any_membership: bool = False) -> Facts:
+    """The current facts of a user (or key) in one org of the app `app_ref` names: the one
+    loader of roles for requests (through `load_facts`) and the SDK (`any_membership`: it
+    holds no token naming one). 404 for an unknown app, 401 for another app (`app_uid`) or
+    a membership that is gone, 403 for no org."""
     m, u = t.grantees(), t.users  # members and API keys (section 3b): one loader
+    same = [] if any_membership else [m.c.uid == membership]
     row = (await conn.execute(
         select(t.apps.c.uid, t.apps.c.name, t.apps.c.version, m.c.roles, u.c.email)
         .select_from(t.apps.outerjoin(m, and_(
-            m.c.app_uid == t.apps.c.uid, m.c.org_uid == claims.org_uid,
-            m.c.user_uid == claims.user_uid, m.c.uid == claims.membership,
+            m.c.app_uid == t.apps.c.uid, m.c.org_uid == org_uid,
+            m.c.user_uid == user_uid, *same,
         )).outerjoin(u, u.c.uid == m.c.user_uid))
         .where(app_where(app_ref))
     )).mappings().first()
     if row is None:
         raise NotFound("no such app", {"app": app_ref})
-    if row["uid"] != claims.app_uid:
+    if row["uid"] != app_uid:
         raise Unauthenticated("token of another app")
-    if claims.org_uid is None:
+    if org_uid is None:
         raise no_org()
     return facts_or_refusal(Facts(row["version"], row["name"],
                                   None if row["roles"] is None else tuple(row["roles"]),

@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from sqlalchemy import delete, false, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.schema import CreateSchema, DropSchema
 from uuid6 import uuid7
 
 from authoric.catalog.names import Name, app_key, check_name
@@ -229,7 +230,7 @@ async def create_app(conn: AsyncConnection, new: NewApp) -> Any:
                 uid=uid, name=name, settings=AppSettings().model_dump(by_alias=True)))
     except IntegrityError as exc:
         raise Conflict(f"an app named {name!r} exists", {"name": name}) from exc
-    await conn.execute(text(f'CREATE SCHEMA "{schema_name(uid)}"'))
+    await conn.execute(CreateSchema(schema_name(uid)))
     return await find_app(conn, str(uid))
 
 
@@ -247,7 +248,7 @@ async def patch_app(conn: AsyncConnection, ref: str, change: AppChange) -> Any:
 
 async def delete_app(conn: AsyncConnection, ref: str) -> None:
     app = await find_app(conn, ref)
-    await conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema_name(app["uid"])}" CASCADE'))
+    await conn.execute(DropSchema(schema_name(app["uid"]), cascade=True, if_exists=True))
     await conn.execute(delete(t.changes).where(t.changes.c.app_uid == app["uid"]))
     await conn.execute(delete(t.apps).where(t.apps.c.uid == app["uid"]))
     await conn.execute(text("SELECT pg_notify('authoric_policy', :app)"),

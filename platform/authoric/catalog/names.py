@@ -21,6 +21,9 @@ RESERVED = frozenset(
      "expand", "count"}
 )
 
+# PostgreSQL's system columns: every table already has them, so no column may take one.
+SYSTEM_COLUMNS = frozenset({"ctid", "xmin", "xmax", "cmin", "cmax", "tableoid"})
+
 
 def is_valid_name(name: object) -> bool:
     return isinstance(name, str) and NAME_PATTERN.fullmatch(name) is not None
@@ -44,6 +47,6 @@ def check_name(name: object, what: str) -> str:
             {"field": what, "value": name if isinstance(name, str) else None},
         )
     assert isinstance(name, str)
-    if name in RESERVED:
+    if name in RESERVED or (what == "column" and name in SYSTEM_COLUMNS):
         raise ValidationFailed(f"{what} name {name!r} is reserved", {"field": what, "value": name})
     return name

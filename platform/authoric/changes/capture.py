@@ -26,6 +26,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.schema import schema_name
+from authoric.db.sql import quoted
 
 EVENTS = {"ins": "INSERT", "upd": "UPDATE", "del": "DELETE"}
 REFERENCING = {"ins": "NEW TABLE AS new_rows", "upd": "OLD TABLE AS old_rows NEW TABLE AS new_rows",
@@ -34,7 +35,7 @@ REFERENCING = {"ins": "NEW TABLE AS new_rows", "upd": "OLD TABLE AS old_rows NEW
 
 def sql_name(app_uid: uuid.UUID, table: str) -> str:
     """The PostgreSQL name of an app's table, as the definition's `sqlName` shows it."""
-    return f'"{schema_name(app_uid)}"."{table}"'
+    return quoted(schema_name(app_uid), table)
 
 
 def capture_ddl(app_uid: uuid.UUID, table: str, soft_delete: bool, on: bool) -> list[str]:

@@ -71,7 +71,7 @@ class Operator(InTransaction):
 def operator(conn: AsyncConnection, target: AdminTable, org: uuid.UUID | None = None) -> Operator:
     """The operator on `target`'s app, in every org or in `org`."""
     principal = Principal(target.app_uid, None, org or NO_ORG, None, (), None, acting_as_app=True)
-    return Operator(conn, conn.engine, principal, target.snapshot, org)
+    return Operator(conn, conn.engine, principal, target.snapshot, org=org)
 
 
 async def find_org(conn: AsyncConnection, app_uid: uuid.UUID, ref: str) -> uuid.UUID | None:

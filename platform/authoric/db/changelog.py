@@ -15,6 +15,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.db import tables as t
+from authoric.db.sql import Sql, statement
 
 # What a change-log entry records (its `op`): one row inserted, updated or deleted, many rows
 # of one org changed at once (`bulk`), or a table's columns changed (`schema`, one entry per
@@ -41,9 +42,10 @@ async def record_staged_inserts(conn: AsyncConnection, *, app_uid: uuid.UUID, ta
     """One insert entry per row of the staging table `stage` (its `uid` column), in `order`:
     the rows an import has just copied in. `stage` and `order` are the importer's own
     identifiers, never a client's."""
-    await conn.execute(text(
+    await conn.execute(statement(
         "INSERT INTO authoric.changes (app_uid, table_name, op, row_uid, org_uid, actor_uid) "
-        f'SELECT :app, :table, :op, uid, :org, :actor FROM "{stage}" ORDER BY {order}'),
+        "SELECT :app, :table, :op, uid, :org, :actor FROM {stage} ORDER BY {order}",
+        stage=stage, order=order),
         {"app": app_uid, "table": table, "op": INSERT, "org": org_uid, "actor": actor_uid})
 
 
@@ -59,10 +61,10 @@ async def rename_in_old_images(conn: AsyncConnection, app_uid: uuid.UUID, table:
     params: dict[str, Any] = {"app": app_uid, "table": table, "olds": [o for o, _ in pairs]}
     for i, (old, new) in enumerate(pairs):
         params[f"o{i}"], params[f"n{i}"] = old, new
-    await conn.execute(text(
-        f"UPDATE authoric.changes SET old_row = {moved} || {additions} "
-        "WHERE app_uid = :app AND table_name = :table AND old_row ?| CAST(:olds AS text[])"),
-        params)
+    await conn.execute(statement(
+        "UPDATE authoric.changes SET old_row = {moved} || {additions} "
+        "WHERE app_uid = :app AND table_name = :table AND old_row ?| CAST(:olds AS text[])",
+        moved=Sql(moved), additions=Sql(additions)), params)
 
 
 async def convert_old_images(conn: AsyncConnection, app_uid: uuid.UUID, table: str,

@@ -23,7 +23,7 @@ router = APIRouter(tags=["account pages"], include_in_schema=False)
 PAGES = {"verify": ("Confirm your email", ""), "reset": ("Choose a new password", "Save"),
          "invite": ("Accept the invitation", "Accept")}
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-       "img-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'")
+       "img-src 'self' data:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'")
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
            "Referrer-Policy": "no-referrer", "Cache-Control": "no-store",
            "X-Frame-Options": "DENY"}

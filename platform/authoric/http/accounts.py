@@ -24,7 +24,7 @@ from authoric.accounts.orgs import create_member_org
 from authoric.auth.ratelimit import MAIL
 from authoric.catalog.apps import find_app
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
-from authoric.http.context import Services, services
+from authoric.http.context import Services, services, signed_bearer
 from authoric.http.sessions import throttle
 from authoric.mail.postbox import Postbox
 
@@ -62,12 +62,11 @@ def mail_committed(svc: Services) -> None:
 
 @router.post("/{app}/auth/signup", status_code=202)
 async def sign_up(request: Request, app: str, body: SignUpBody) -> JSONResponse:
-    await throttle(request, app, body.normalized_email, MAIL)
     svc = services(request)
-    async with svc.tx() as conn:
-        status, answer = await service.sign_up(
-            conn, svc.jwt_secret, await find_app(conn, app), body, postbox(request),
-            request.headers.get("user-agent"))
+    async with svc.password_work:
+        await throttle(request, app, body.normalized_email, MAIL)
+        status, answer = await service.sign_up(svc.tx, svc.jwt_secret, app, body,
+                                               postbox(request), request.headers.get("user-agent"))
     mail_committed(svc)
     return JSONResponse(answer, status_code=status)
 
@@ -103,16 +102,17 @@ async def forgot(request: Request, app: str, body: EmailBody) -> dict[str, Any]:
 
 @router.post("/{app}/auth/password/reset")
 async def reset(request: Request, app: str, body: PasswordResetBody) -> dict[str, Any]:
-    await throttle(request, app, None, MAIL)
     svc = services(request)
-    async with svc.tx() as conn:
-        return await service.reset_password(conn, await find_app(conn, app), body)
+    async with svc.password_work:
+        await throttle(request, app, None, MAIL)
+        async with svc.tx() as conn:
+            return await service.reset_password(conn, await find_app(conn, app), body)
 
 
-@router.post("/{app}/auth/password", status_code=204)
+@router.post("/{app}/auth/password", status_code=204, dependencies=[Depends(signed_bearer)])
 async def change_password(request: Request, app: str, body: PasswordChangeBody) -> Response:
     svc = services(request)
-    async with svc.tx() as conn:
+    async with svc.password_work, svc.tx() as conn:
         caller = await account_caller(conn, svc.tokens, request.headers.get("authorization"), app)
         await service.change_password(conn, caller, body)
     return Response(status_code=204)
@@ -126,7 +126,7 @@ async def me(request: Request, app: str) -> dict[str, Any]:
         return await service.me(conn, caller)
 
 
-@router.post("/{app}/auth/switch")
+@router.post("/{app}/auth/switch", dependencies=[Depends(signed_bearer)])
 async def switch(request: Request, app: str, body: SwitchOrgBody) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:
@@ -152,7 +152,7 @@ async def end_session(request: Request, app: str, session: str) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/{app}/orgs", status_code=201)
+@router.post("/{app}/orgs", status_code=201, dependencies=[Depends(signed_bearer)])
 async def create_org(request: Request, app: str, body: NewMemberOrgBody) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:

@@ -59,11 +59,10 @@ async def list_rows(request: Request, app: str, table: str) -> Response:
     path = {"app": app, "table": table}
     if accepts(request.headers.get("accept"), CSV):
         parsed = table_request(request, "export", path)
-        async with services(request).member_transaction(
-                request.headers.get("authorization"), app) as caller:
-            rows = await execute(caller, parsed)
+        rows, name = await services(request).export(request.headers.get("authorization"),
+                                                    parsed)
         return StreamingResponse(rows, media_type="text/csv; charset=utf-8", headers={
-            "Content-Disposition": f'attachment; filename="{caller.snapshot.table(table).name}.csv"'})
+            "Content-Disposition": f'attachment; filename="{name}.csv"'})
     return answer(await run(request, "list", path))
 
 

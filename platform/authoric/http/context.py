@@ -10,6 +10,7 @@ request is planned again, so a change committed before the statement applies to 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from typing import Any
 import asyncpg
 from fastapi import Request
 from sqlalchemy import event
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.auth.api_keys import ApiKeys, is_api_key
@@ -33,7 +35,12 @@ from authoric.mail.sender import MailSender
 from authoric.plan.access import Access, admit
 from authoric.plan.guard import Facts, Guard, StaleFacts
 from authoric.plan.request import TableRequest
-from authoric.plan.runner import PoolExecutor, StatementCache, count_round_trip
+from authoric.plan.runner import (
+    PoolExecutor,
+    StatementCache,
+    count_round_trip,
+    prepared_on_old_tables,
+)
 from authoric.policy.principal import Principal
 from authoric.realtime.hub import Hub
 from authoric.realtime.source import Source
@@ -41,6 +48,11 @@ from authoric.records.pipeline import InTransaction, execute
 from authoric.settings import Settings
 from authoric.tables.indexes import IndexBuilder
 
+# Requests that hash or check a password (sign-in, sign-up, reset, change) one process runs at
+# once; the rest wait their turn holding nothing. Argon2 takes a few hundred CPU milliseconds:
+# a burst of a thousand sign-ins would otherwise all hold pooled connections while the CPU
+# works through them, and time out waiting for one (bench.signin_burst).
+PASSWORD_SLOTS = 4
 PLAN_ATTEMPTS = 4  # plans per request before giving up on an app whose facts keep moving
 COUNT_FLAG = "AUTHORIC_TEST_COUNT_ROUND_TRIPS"  # tests only: X-Authoric-Round-Trips header
 
@@ -60,6 +72,8 @@ class Services:
     pool: asyncpg.Pool | None = None  # the request path's autocommit pool
     source: Source | None = None  # where streams' changes come from (the change log)
     mail_sender: MailSender | None = None  # None: no SMTP server, mail stays in the mailbox
+    password_work: asyncio.Semaphore = field(
+        default_factory=lambda: asyncio.Semaphore(PASSWORD_SLOTS))
     statements: StatementCache = field(default_factory=StatementCache)
     facts: FactsCache = field(default_factory=FactsCache)
     tokens: VerifiedTokens = field(init=False)
@@ -156,11 +170,15 @@ class Services:
                     raise
                 self.facts.put(key, facts)
                 verified = True
-            except AuthoricError:
+            except (AuthoricError, DBAPIError) as error:
                 # Refused on facts from the cache that no statement has confirmed (before any
-                # statement, or by a statement that failed on an old table shape): the answer
-                # stands only if the facts are still current.
-                if verified or guard.held:
+                # statement), or by a statement that failed: planned for a catalog that moved
+                # before it ran (a renamed or retyped column), it fails before its guard is
+                # looked at. The answer stands only if the facts are still current. (A write
+                # that committed never gets here: records.pipeline keeps its answer.)
+                if prepared_on_old_tables(error):
+                    continue  # a transaction's statement prepared before a retype: again
+                if (verified or guard.held) and not _from_a_statement(error):
                     raise
                 async with self.engine.connect() as conn:
                     count_round_trip()
@@ -169,6 +187,35 @@ class Services:
                     raise
                 self.facts.put(key, current)
                 facts, verified = current, True
+        raise ServiceUnavailable("the app kept changing during this request; retry it",
+                                 headers={"Retry-After": "1"})
+
+    async def export(self, header: str | None,
+                     request: TableRequest) -> tuple[AsyncIterator[bytes], str]:
+        """A CSV export as the token's member, and its file's name: planned in a transaction
+        whose facts its statement checks (the rows are read on their own connection, after
+        the transaction); planned again when they moved (a rename committed in between), so
+        the body is never read at another catalog version, nor cut off by one."""
+        for _ in range(PLAN_ATTEMPTS):
+            guard: Guard | None = None
+            try:
+                async with self.member_transaction(header, request.app) as caller:
+                    guard = caller.guard
+                    rows = await execute(caller, request)
+                    return rows, caller.snapshot.table(request.table).name
+            except StaleFacts:
+                continue
+            except DBAPIError as error:
+                # The first rows' statement failed: on a catalog that moved, plan again.
+                if guard is None:
+                    raise
+                if prepared_on_old_tables(error):
+                    continue
+                async with self.engine.connect() as conn:
+                    current = await load_facts(conn, self.tokens.access(bearer(header)),
+                                               request.app)
+                if current.version == guard.expected.version:
+                    raise
         raise ServiceUnavailable("the app kept changing during this request; retry it",
                                  headers={"Retry-After": "1"})
 
@@ -181,7 +228,17 @@ class Services:
             count_round_trip()
             facts = await load_facts(conn, claims, app_ref)
             snapshot = await self.snapshot(conn, claims.app_uid, facts.version)
-            yield InTransaction(conn, self.engine, _principal(claims, facts), snapshot)
+            guard = Guard(claims.app_uid, claims.user_uid, claims.org_uid,
+                          Facts(snapshot.version, facts.app_name, facts.roles, facts.email),
+                          membership=claims.membership)
+            yield InTransaction(conn, self.engine, _principal(claims, facts), snapshot, guard)
+
+
+def _from_a_statement(error: BaseException) -> bool:
+    """Whether the database refused a statement (rather than the request being refused
+    before one ran)."""
+    return isinstance(error, DBAPIError) or isinstance(error.__cause__,
+                                                      (asyncpg.PostgresError, DBAPIError))
 
 
 def _principal(claims: Claims, facts: Facts) -> Principal:
@@ -222,3 +279,10 @@ def _count_engine_round_trips(engine: AsyncEngine) -> None:
 def services(request: Request) -> Services:
     svc: Services = request.app.state.services
     return svc
+
+
+async def signed_bearer(request: Request) -> Claims:
+    """The bearer's access token, its signature and claims checked (no database): a route
+    dependency listed before the body's, so that missing or bad credentials answer 401 whatever
+    the body holds (contract section 1's order: authenticate first)."""
+    return services(request).tokens.access(bearer(request.headers.get("authorization")))

@@ -25,7 +25,7 @@ from authoric.catalog.apps import find_app
 from authoric.console import audit
 from authoric.http.accounts import mail_committed, postbox
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
-from authoric.http.context import services
+from authoric.http.context import services, signed_bearer
 from authoric.http.sessions import throttle
 from authoric.tenancy import keys, org_members
 from authoric.tenancy.acting import Acting, acting
@@ -63,7 +63,7 @@ async def list_members(request: Request, app: str, limit: str | None = None,
         return await org_members.list_members(conn, who, limit, after)
 
 
-@router.put("/{app}/org/members/{user}")
+@router.put("/{app}/org/members/{user}", dependencies=[Depends(signed_bearer)])
 async def put_member(request: Request, app: str, user: str,
                      body: MembershipBody) -> dict[str, Any]:
     async with as_member(request, app, user, writes=True) as (conn, who):
@@ -80,7 +80,7 @@ async def delete_member(request: Request, app: str, user: str) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/{app}/org/keys", status_code=201)
+@router.post("/{app}/org/keys", status_code=201, dependencies=[Depends(signed_bearer)])
 async def create_key(request: Request, app: str, body: NewKeyBody) -> dict[str, Any]:
     async with as_member(request, app, writes=True) as (conn, who):
         created = await keys.member_creates_key(conn, who, body)
@@ -103,7 +103,7 @@ async def delete_key(request: Request, app: str, key: str) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/{app}/org/invitations", status_code=201)
+@router.post("/{app}/org/invitations", status_code=201, dependencies=[Depends(signed_bearer)])
 async def create_invitation(request: Request, app: str,
                             body: NewInvitationBody) -> dict[str, Any]:
     svc = services(request)

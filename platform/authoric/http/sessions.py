@@ -33,10 +33,10 @@ async def throttle(request: Request, app: str, email: str | None = None,
 
 @router.post("/{app}/auth/token")
 async def token(request: Request, app: str, body: LoginBody) -> dict[str, Any]:
-    await throttle(request, app, body.email)
     svc = services(request)
-    async with svc.tx() as conn:
-        return await sessions.login(conn, svc.jwt_secret, await find_app(conn, app), body,
+    async with svc.password_work:
+        await throttle(request, app, body.email)
+        return await sessions.login(svc.tx, svc.jwt_secret, app, body,
                                     request.headers.get("user-agent"))
 
 

@@ -20,17 +20,18 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from authoric.catalog.apps import find_app
+from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import BadRequest, NotAcceptable
 from authoric.http.admin import require_admin
-from authoric.http.autocrud import governed
 from authoric.http.context import services
 from authoric.observability.metrics import FeedTally, Metrics
 from authoric.plan.expand import expansion_tree
 from authoric.plan.request import parse_expand
+from authoric.policy.principal import Principal
 from authoric.realtime.hub import Run
 from authoric.realtime.judge import Frame
 from authoric.realtime.stream import NONE_WRITTEN, Stream, StreamRequest
-from authoric.records.gate import admit
+from authoric.records.gate import Access, admit
 from authoric.serving.lean import LeanRoute
 from authoric.serving.wire import ChunkWriter, chunk_writer, chunked
 
@@ -345,41 +346,59 @@ async def event_stream(request: Request, req: StreamRequest) -> StreamResponse:
     return StreamResponse(stream, request.app.state.metrics)
 
 
+async def stream_caller(request: Request, app: str, *,
+                        operator: bool = False) -> tuple[AppSnapshot, Principal | None]:
+    """Who opens a stream, found one way for every stream route: the app's snapshot and the
+    principal (a member's token or an API key, its facts read in one transaction); for the
+    operator's route, the admin token and no principal (every org, nothing redacted)."""
+    if operator:
+        svc = require_admin(request)
+        async with svc.tx() as conn:
+            row = await find_app(conn, app)
+            return await svc.snapshot(conn, row["uid"], row["version"]), None
+    async with services(request).member_transaction(
+            request.headers.get("authorization"), app) as caller:
+        return caller.snapshot, caller.principal
+
+
+def admitted_listings(snapshot: AppSnapshot, principal: Principal,
+                      names: list[str]) -> list[Access]:
+    """The section 5 gate, table by table (the first failure answers): each event is read
+    like a single-row GET, so read must be on and granted as well as read_list."""
+    listings = []
+    for name in names:
+        listings.append(admit(snapshot, principal, name, "read_list"))
+        admit(snapshot, principal, name, "read")
+    return listings
+
+
 @router.get("/{app}/autocrud/{table}/subscribe", response_model=None)
 async def subscribe(request: Request, app: str, table: str) -> StreamResponse:
-    async with governed(request, app, table, "read_list") as (_, listing):
-        # Each event is read like a single-row GET: read must be on and granted too.
-        admit(listing.snapshot, listing.principal, table, "read")
+    snapshot, principal = await stream_caller(request, app)
+    assert principal is not None
+    [listing] = admitted_listings(snapshot, principal, [table])
     # Checked as a list checks it (400 for a bad path), once; each event is expanded.
     expand = parse_expand(request.query_params.get("expand"))
     expansion_tree(listing, expand)
     require_event_stream(request)
-    return await event_stream(request, StreamRequest(listing.snapshot, [listing.table],
-                                               listing.principal, last_event_id(request),
-                                               expand=expand))
+    return await event_stream(request, StreamRequest(snapshot, [listing.table], principal,
+                                                     last_event_id(request), expand=expand))
 
 
 @router.get("/{app}/subscribe", response_model=None)
 async def subscribe_tables(request: Request, app: str) -> StreamResponse:
-    async with services(request).member_transaction(
-            request.headers.get("authorization"), app) as caller:
-        snapshot, principal = caller.snapshot, caller.principal
+    snapshot, principal = await stream_caller(request, app)
+    assert principal is not None
     names = table_names(request.query_params.get("tables"))
-    tables = []
-    for name in names:  # the section 5 gate, table by table: the first failure answers
-        admit(snapshot, principal, name, "read_list")
-        tables.append(admit(snapshot, principal, name, "read").table)
+    tables = [listing.table for listing in admitted_listings(snapshot, principal, names)]
     require_event_stream(request)
     return await event_stream(request, StreamRequest(snapshot, tables, principal,
-                                               last_event_id(request), multi=True))
+                                                     last_event_id(request), multi=True))
 
 
 @router.get("/admin/apps/{app}/tables/{table}/rows/subscribe", response_model=None)
 async def subscribe_as_operator(request: Request, app: str, table: str) -> StreamResponse:
-    svc = require_admin(request)
-    async with svc.tx() as conn:
-        row = await find_app(conn, app)
-        snapshot = await svc.snapshot(conn, row["uid"], row["version"])
+    snapshot, _ = await stream_caller(request, app, operator=True)
     compiled = snapshot.table(table)
     require_event_stream(request)
     return await event_stream(request, StreamRequest(snapshot, [compiled], None, last_event_id(request)))

@@ -96,10 +96,17 @@ async def expand_rows(reader: Reader, snapshot: AppSnapshot, table: CompiledTabl
     """Add `expand` to each row (in place), level by level: one statement per path."""
 
     async def fetch(branches: list[Branch]) -> list[Sequence[Mapping[str, Any]]]:
-        return [await reader.ex.fetch(Plan(access).read_many(uids))
-                for access, uids in branches]
+        return [await _read_many(reader.ex, access, uids) for access, uids in branches]
 
     await expand_all([Expansion(governed_reader(reader.admit), table, rows, tree)], fetch)
+
+
+async def _read_many(ex: Executor, access: Access,
+                     uids: list[uuid.UUID]) -> Sequence[Mapping[str, Any]]:
+    """The rows among `uids` the reader may read, guarded like the rows they expand: planned
+    for one catalog version, read only at that version (plan.guard)."""
+    rows = await ex.fetch(Plan(access).read_many(uids, ex.guard), retry=True)
+    return rows if ex.guard is None else ex.guard.check(rows)
 
 
 async def expand_all(expansions: list[Expansion], fetch: Fetch) -> None:
@@ -132,6 +139,12 @@ async def expand_all(expansions: list[Expansion], fetch: Fetch) -> None:
                 below_level.append(Expansion(expansion.admit, access.table,
                                              list(found.values()), below))
         expansions = below_level
+
+
+def unexpanded(rows: list[dict[str, Any]], tree: Tree) -> None:
+    """Every expansion of `tree` in `rows` null, as for a row the reader may not read."""
+    for row in rows:
+        row["expand"] = dict.fromkeys(tree)
 
 
 def _referenced(rows: list[dict[str, Any]], key: str) -> list[uuid.UUID]:

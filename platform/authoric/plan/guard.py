@@ -7,16 +7,23 @@ what the plan assumed, and the current facts come back with the rows. When they 
 (something changed, or nothing was cached) the caller refreshes its cache from the returned
 facts and plans again. So a change committed before a request's statement starts always
 applies to it, on every process, and an unchanged world costs one round trip.
+
+Every statement planned for a catalog version carries it: a request's reads, pages, writes,
+expansions, counts and CSV export (`Guard`), and the feed's judge and its expansions, which
+read for read classes rather than for one member (`Guard.for_catalog`: the version alone). A
+statement planned for one version never runs against another: a rename or swap committed
+after planning makes the guard fail (the caller plans again), never reads a renamed column
+under its old name.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, Text, and_, case, select, true
+from sqlalchemy import BigInteger, Text, and_, case, null, select, true, union_all
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -49,15 +56,28 @@ class Guard:
     """The facts a plan was made for, and the CTE that checks them inside its statement."""
 
     app_uid: uuid.UUID
-    user_uid: uuid.UUID
-    org_uid: uuid.UUID
+    user_uid: uuid.UUID | None
+    org_uid: uuid.UUID | None
     expected: Facts
     held: bool = False  # set once a statement's guard is seen to hold
     membership: uuid.UUID | None = None  # the token's membership (a re-added member's is new)
+    member: bool = True  # False: the catalog version alone (`for_catalog`)
+
+    @classmethod
+    def for_catalog(cls, app_uid: uuid.UUID, version: int) -> Guard:
+        """A guard of the catalog version alone, for statements read for read classes (the
+        feed): no member's facts, so only the version is checked."""
+        return cls(app_uid, None, None, Facts(version, "", None, None), member=False)
 
     def cte(self) -> Any:
+        a = t.apps
+        if not self.member:
+            return (select(a.c.version.label("_version"), a.c.name.label("_app_name"),
+                           null().label("_roles"), null().label("_email"))
+                    .where(a.c.uid == named("B_app", self.app_uid, a.c.uid.type))
+                    .cte("auth_facts"))
         # Members and API keys alike (db.tables.grantees): a key is judged as a member is.
-        a, m, u = t.apps, t.grantees(), t.users
+        m, u = t.grantees(), t.users
         return (select(a.c.version.label("_version"), a.c.name.label("_app_name"),
                        m.c.roles.label("_roles"), u.c.email.label("_email"))
                 .select_from(a.outerjoin(m, and_(
@@ -72,6 +92,8 @@ class Guard:
     def holds(self, facts: Any) -> ColumnElement[bool]:
         """True exactly when the current facts are the expected ones."""
         e = self.expected
+        if not self.member:
+            return facts.c._version == named("B_version", e.version, BigInteger)
         return and_(facts.c._version == named("B_version", e.version, BigInteger),
                     facts.c._app_name == named("B_app_name", e.app_name, Text),
                     facts.c._roles == named("B_roles", list(e.roles or ()), ARRAY(Text)),
@@ -81,12 +103,14 @@ class Guard:
     def params(self) -> dict[str, Any]:
         """The values `cte` and `holds` bind (plan.binds)."""
         e = self.expected
+        if not self.member:
+            return {"B_app": self.app_uid, "B_version": e.version}
         return {"B_org": self.org_uid, "B_user": self.user_uid, "B_app": self.app_uid,
                 "B_member": self.membership,
                 "B_version": e.version, "B_app_name": e.app_name,
                 "B_roles": list(e.roles or ()), "B_email": e.email}
 
-    def check(self, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    def check(self, rows: Sequence[Any]) -> list[Any]:
         """The governed rows of a guarded result; StaleFacts when the guard did not hold."""
         if not rows:
             raise StaleFacts(None)
@@ -99,7 +123,8 @@ class Guard:
         roles = first["_roles"]
         current = Facts(int(first["_version"]), str(first["_app_name"]),
                         None if roles is None else tuple(roles), first["_email"])
-        if current != self.expected:
+        if (current != self.expected if self.member
+                else current.version != self.expected.version):
             raise StaleFacts(current)
         self.held = True
         return []
@@ -110,6 +135,18 @@ def facts_where_no_row(facts: Any, uid: Any) -> list[Any]:
     "no row" (`uid` NULL), NULL beside real rows. A real row means the guard held, so its
     facts are the expected ones, and a page need not carry (or decode) them 20 times."""
     return [case((uid.is_(None), facts.c[c])).label(c) for c in FACT_COLUMNS]
+
+
+def guarded_branches(guard: Guard, branches: Sequence[Any]) -> Any:
+    """`guarded_select` for a UNION ALL of SELECTs (the feed's statements): each branch is
+    conditional on the guard, and the facts come back once, on a "no row" row, when no
+    branch returns a row."""
+    facts = guard.cte()
+    held: list[Any] = [branch.where(guard.holds(facts)) for branch in branches]
+    together: Any = held[0] if len(held) == 1 else union_all(*held)
+    rows = together.lateral("governed")
+    return (select(*facts_where_no_row(facts, rows.c.uid), *rows.c)
+            .select_from(facts.outerjoin(rows, true())))
 
 
 def guarded_select(guard: Guard | None, inner: Any, order: Sequence[tuple[str, bool]] = ()) -> Any:

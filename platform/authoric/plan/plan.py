@@ -78,8 +78,9 @@ class Plan:
     def scope(self, page: bool = False) -> FilterScope:
         searched = frozenset(searched_columns(
             self.access.snapshot.indexes.get(self.table.name, []))) if page else frozenset()
+        org = None if self.access.operator else self.access.principal.org_uid
         return FilterScope(table_fields(self.table), self.access.principal.attributes(),
-                           self.access.decision.redacted, search_by_index=searched)
+                           self.access.decision.redacted, search_by_index=searched, org=org)
 
     def governed(self) -> ColumnElement[bool]:
         a = self.access
@@ -137,14 +138,16 @@ class Plan:
         return Shaped(key, params, lambda: guarded_select(
             guard, self.select_page(page, ordering, after), order)), ordering
 
-    def read_many(self, uids: list[uuid.UUID]) -> Shaped:
+    def read_many(self, uids: list[uuid.UUID], guard: Guard | None) -> Shaped:
         """The rows among `uids` the plan covers (an expanded reference: one statement for a
-        whole page's references, its uids bound as one array)."""
+        whole page's references, its uids bound as one array), with the guard's facts."""
+        return Shaped(self.shape_key("many", guard), {**self.params(guard), "B_uids": uids},
+                      lambda: guarded_select(guard, self.select_many(uids)))
+
+    def select_many(self, uids: list[uuid.UUID]) -> Any:
         c = self.table.table.c
         wanted = named("B_uids", uids, ARRAY(c.uid.type))
-        return Shaped(self.shape_key("many", None), {**self.params(None), "B_uids": uids},
-                      lambda: select(self.table.table).where(and_(c.uid == any_(wanted),
-                                                                  self.where())))
+        return select(self.table.table).where(and_(c.uid == any_(wanted), self.where()))
 
     def select_one(self, uid: uuid.UUID) -> Any:
         c = self.table.table.c
@@ -161,16 +164,25 @@ class Plan:
                 .order_by(*ordering.order_by(uid))
                 .limit(named("B_limit", page.limit + 1, Integer)))
 
-    def select_all(self, order: str | None) -> Any:
-        """Every row, in order (CSV export)."""
+    def select_all(self, order: str | None, guard: Guard | None = None) -> Any:
+        """Every row, in order (CSV export), with the guard's facts."""
         ordering = self.ordering(order)
-        return (select(self.table.table).where(self.where())
-                .order_by(*ordering.order_by(self.table.table.c.uid)))
+        inner = (select(self.table.table).where(self.where())
+                 .order_by(*ordering.order_by(self.table.table.c.uid)))
+        order_by = [(ordering.field.column.name, ordering.descending),
+                    ("uid", ordering.descending)]
+        return guarded_select(guard, inner, order_by)
 
-    def count_rows(self) -> Any:
-        """How many rows the plan covers (`?count=exact`): the governed clause and filter."""
-        return select(func.count().label("total")).select_from(self.table.table).where(
+    def count_rows(self, guard: Guard | None = None) -> Any:
+        """How many rows the plan covers (`?count=exact`): the governed clause and filter.
+        With a guard, one row (`total`, and a non-null `uid` standing for "counted") where
+        it held, the "no row" row with the current facts where it did not."""
+        counted = select(func.count().label("total")).select_from(self.table.table).where(
             self.where())
+        if guard is None:
+            return counted
+        inner = counted.subquery("counted")
+        return guarded_select(guard, select(inner.c.total, literal(True).label("uid")))
 
     # ---------------------------------------------------------------- writes
 

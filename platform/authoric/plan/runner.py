@@ -43,6 +43,24 @@ CONNECTION_LOST = (asyncpg.exceptions.ConnectionDoesNotExistError,
                    asyncpg.exceptions.PostgresConnectionError,
                    asyncpg.exceptions.InterfaceError, ConnectionError, OSError)
 
+def prepared_on_old_tables(error: BaseException) -> bool:
+    """Whether `error` is a statement prepared (and kept) on a connection before its tables
+    changed: asyncpg's InvalidCachedStatementError ("cached plan must not change result
+    type", after a retype) or its stale type cache ("cache lookup failed for type"). asyncpg
+    retries such a statement itself outside a transaction; inside one (SQLAlchemy's
+    connections) it cannot, and the statement is to be run again, planned afresh."""
+    seen: BaseException | None = error
+    for _ in range(4):  # SQLAlchemy's error, its adapter's, asyncpg's
+        if seen is None:
+            return False
+        if isinstance(seen, asyncpg.exceptions.InvalidCachedStatementError) or (
+                isinstance(seen, asyncpg.exceptions.InternalServerError)
+                and "cache lookup failed for type" in str(seen)):
+            return True
+        seen = getattr(seen, "orig", None) or seen.__cause__
+    return False
+
+
 # Statements sent per request, counted only when the server runs with the test flag on.
 round_trips: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
     "round_trips", default=None)

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Integer, literal, union_all
+from sqlalchemy import Integer, literal
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.schema import CompiledTable
@@ -31,6 +31,7 @@ from authoric.plan.expand import (
     governed_reader,
     paths_tree,
 )
+from authoric.plan.guard import Guard, guarded_branches
 from authoric.plan.plan import Plan
 from authoric.plan.request import ExpandPaths
 from authoric.policy.principal import Principal
@@ -62,8 +63,10 @@ async def expand_for_classes(conn: AsyncConnection, snapshot: AppSnapshot,
     if not expansions:
         return
 
+    guard = Guard.for_catalog(snapshot.uid, snapshot.version)
+
     async def fetch(branches: list[Branch]) -> list[Sequence[Mapping[str, Any]]]:
-        return await _fetch_together(conn, branches)
+        return await _fetch_together(conn, guard, branches)
 
     await expand_all(expansions, fetch)
 
@@ -90,17 +93,18 @@ def _reader(snapshot: AppSnapshot, principal: Principal) -> Admit:
     return governed_reader(lambda table, action: admit(snapshot, principal, table, action))
 
 
-async def _fetch_together(conn: AsyncConnection,
+async def _fetch_together(conn: AsyncConnection, guard: Guard,
                           branches: list[Branch]) -> list[Sequence[Mapping[str, Any]]]:
-    """Each branch's rows; the branches reading one table share one statement."""
+    """Each branch's rows; the branches reading one table share one statement, run only at
+    the catalog version they were planned for (`guard`: StaleFacts when it moved)."""
     out: list[list[Mapping[str, Any]]] = [[] for _ in branches]
     by_table: dict[Hashable, list[int]] = defaultdict(list)
     for i, (access, _) in enumerate(branches):
         by_table[access.table.name].append(i)
     for indexes in by_table.values():
-        selects: list[Any] = [Plan(branches[i][0]).read_many(branches[i][1]).build()
+        selects: list[Any] = [Plan(branches[i][0]).select_many(branches[i][1])
                               .add_columns(literal(i, Integer).label(BRANCH)) for i in indexes]
-        statement: Any = selects[0] if len(selects) == 1 else union_all(*selects)
-        for row in (await conn.execute(statement)).mappings():
+        statement = guarded_branches(guard, selects)
+        for row in guard.check((await conn.execute(statement)).mappings().all()):
             out[row[BRANCH]].append(row)
     return list(out)

@@ -34,8 +34,9 @@ from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.db import tables as t
 from authoric.errors import NotFound
+from authoric.plan.guard import StaleFacts
 from authoric.plan.request import ExpandPaths
-from authoric.plan.runner import CONNECTION_LOST
+from authoric.plan.runner import CONNECTION_LOST, prepared_on_old_tables
 from authoric.policy.principal import Principal
 from authoric.realtime.classes import class_key
 from authoric.realtime.judge import Frame, Memo, ReadClass, frame, judge_orgs
@@ -50,6 +51,7 @@ CLOSE = Frame(-1, b"")  # sentinel: the stream must end (overflow, membership or
 REVOKED = Frame(-1, frame(None, {"reason": "revoked"}, "reauth"))
 OPERATOR: Hashable = ("operator",)  # the read class of the admin feed: every org, no policy
 VERSION = "SELECT version FROM authoric.apps WHERE uid = $1"
+REPLANS = 4  # judgements of one chunk planned again when the catalog moves under them
 RETRIES = 2  # judge statements retried on another pool connection when one was found dead
 
 
@@ -453,7 +455,8 @@ class Hub:
                 return
             for table, batch in by_table.items():
                 try:
-                    await self._dispatch_table(conns, snapshot, table, batch, pending, read_at)
+                    snapshot = await self._dispatch_table(conns, snapshot, table, batch,
+                                                          pending, read_at)
                 except Exception:
                     # Fail closed: subscribers we could not judge are disconnected; they resume.
                     log.exception("fan-out failed for %s/%s", app_uid, table)
@@ -497,28 +500,19 @@ class Hub:
     async def _dispatch_table(self, conns: _Connections, snapshot: AppSnapshot, table: str,
                               batch: list[Change],
                               pending: dict[Subscriber, list[list[Frame]]],
-                              read_at: float = 0.0) -> None:
-        view = self._apps.get(snapshot.uid)
-        if view is None or not view.subscribers.get(table):
-            return
-        subs = view.subscribers[table]
-        try:
-            compiled = snapshot.table(table)
-        except NotFound:
-            for sub in list(subs):
-                sub.close("table_dropped")
-            return
-        group = _table_group(view, table, subs)
-        members = group.members
-        memo = view.memos[table]
+                              read_at: float = 0.0) -> AppSnapshot:
+        """Judge and offer `batch`, chunk by chunk; the snapshot it was judged on (a later one
+        than `snapshot` when the catalog moved meanwhile)."""
         for start in range(0, len(batch), JUDGE_BATCH):
             chunk = batch[start:start + JUDGE_BATCH]
-            frames = await self.judge(conns, snapshot, compiled, group.classes, chunk, memo,
-                                      operator=OPERATOR in members)
+            judged = await self._judged(conns, snapshot, table, chunk)
+            if judged is None:
+                return snapshot
+            snapshot, members, frames = judged
             if self.observe_stage is not None and read_at:
-                judged = time.time() - read_at
+                took = time.time() - read_at
                 for _ in chunk:
-                    self.observe_stage("judge", judged)
+                    self.observe_stage("judge", took)
             for key, items in frames.items():
                 if not items:
                     continue
@@ -531,6 +525,47 @@ class Hub:
                 run.settle()
             if start + JUDGE_BATCH < len(batch):
                 await asyncio.sleep(0)  # let streams drain their queues between chunks
+        return snapshot
+
+    async def _judged(self, conns: _Connections, snapshot: AppSnapshot, table: str,
+                      chunk: list[Change],
+                      ) -> tuple[AppSnapshot, dict[Hashable, list[Subscriber]],
+                                 dict[Hashable, list[Frame]]] | None:
+        """The chunk's frames per class, judged on the app's current catalog: the judge's
+        statements are planned for `snapshot` and run only at its version (plan.guard); when
+        the catalog moved (a rename, a swap, a retype committed meanwhile), the guard fails
+        or the statement does (a column it names is gone), and the chunk is judged again on
+        the new snapshot. None: nobody to judge for (the table or its subscribers gone)."""
+        for attempt in range(REPLANS):
+            view = self._apps.get(snapshot.uid)
+            if view is None or not view.subscribers.get(table):
+                return None
+            subs = view.subscribers[table]
+            try:
+                compiled = snapshot.table(table)
+            except NotFound:
+                for sub in list(subs):
+                    sub.close("table_dropped")
+                return None
+            group = _table_group(view, table, subs)
+            try:
+                frames = await self.judge(conns, snapshot, compiled, group.classes, chunk,
+                                          view.memos[table],
+                                          operator=OPERATOR in group.members)
+                return snapshot, group.members, frames
+            except Exception as error:
+                if attempt + 1 == REPLANS:
+                    raise
+                await conns.failed()  # no transaction left aborted on the SQLAlchemy side
+                version = await conns.version(snapshot.uid)
+                if (not isinstance(error, StaleFacts) and not prepared_on_old_tables(error)
+                        and version == snapshot.version):
+                    raise  # the catalog did not move: a real failure
+                current = await self._current(conns, snapshot.uid, version)
+                if current is None:
+                    return None
+                snapshot = current
+        raise AssertionError("unreachable")
 
     async def judge(self, conns: _Connections, snapshot: AppSnapshot, table: CompiledTable,
                     classes: dict[uuid.UUID, list[ReadClass]], changes: Sequence[Change],

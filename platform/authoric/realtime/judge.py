@@ -42,8 +42,6 @@ from sqlalchemy import (
     null,
     or_,
     select,
-    text,
-    union_all,
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
@@ -54,9 +52,11 @@ from sqlalchemy.sql.elements import ColumnElement
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.db.changelog import BULK, DELETE, SCHEMA
+from authoric.db.sql import Sql, joined, quoted, statement
 from authoric.errors import AuthoricError
 from authoric.plan.access import operation_enabled
 from authoric.plan.binds import Shaped
+from authoric.plan.guard import Guard, guarded_branches
 from authoric.plan.plan import governed_rows
 from authoric.plan.request import ExpandPaths
 from authoric.plan.runner import StatementCache
@@ -281,12 +281,15 @@ async def _visibility(connect: Connect, snapshot: AppSnapshot, table: CompiledTa
         return {}, set()
     images = [{"pos": d.pos, "img": d.old_row} for d in deletes] if deletes else None
     memo.sent += 1
+    # Planned for the snapshot's catalog, run only at its version: a rename or swap
+    # committed since would otherwise read another column under a judged name.
+    guard = Guard.for_catalog(snapshot.uid, snapshot.version)
     if raw is None:
-        statement = _statement(table, classes, memo.decisions, uids, images)
+        statement = _statement(table, classes, memo.decisions, uids, images, guard)
         rows: Sequence[Any] = (await (await connect()).execute(statement)).mappings().all()
     else:
         sql, args = memo.statements.sql_and_args(
-            snapshot.version, _shaped(table, classes, memo.decisions, uids, images))
+            snapshot.version, _shaped(table, classes, memo.decisions, uids, images, guard))
         # The text names the app and its catalog version: asyncpg keeps a connection's
         # prepared statements by their text, and PostgreSQL does not re-plan a prepared
         # `jsonb_populate_record(NULL::<table>, ...)` when the table's row type changes (a
@@ -295,7 +298,7 @@ async def _visibility(connect: Connect, snapshot: AppSnapshot, table: CompiledTa
         rows = await raw.fetch(f"/* feed {snapshot.uid} v{snapshot.version} */ {sql}", *args)
     visible: dict[tuple[int, Any], Any] = {}
     gone: set[tuple[int, int]] = set()
-    for row in rows:
+    for row in guard.check(rows):  # StaleFacts when the catalog moved: the hub judges again
         if row[DPOS]:
             gone.add((row[K], row[DPOS]))
             continue
@@ -307,7 +310,7 @@ async def _visibility(connect: Connect, snapshot: AppSnapshot, table: CompiledTa
 
 def _statement(table: CompiledTable, classes: Sequence[ReadClass],
                decisions: Mapping[Hashable, Decision | None], uids: list[Any],
-               images: list[dict[str, Any]] | None) -> Any:
+               images: list[dict[str, Any]] | None, guard: Guard) -> Any:
     """The org statement: `uids` re-read once, each row with a flag per class (one array)
     saying whether that class's governed read returns it, and per class a branch judging the old
     `images` with the same clause. Its text depends only on the classes and on which of the
@@ -333,23 +336,24 @@ def _statement(table: CompiledTable, classes: Sequence[ReadClass],
                         .where(and_(table.table.c.uid == func.any(wanted), or_(*wheres))))
     if images is not None:
         branches += [_deleted_branch(table, i, images, where) for i, where in enumerate(wheres)]
-    return branches[0] if len(branches) == 1 else union_all(*branches)
+    return guarded_branches(guard, branches)
 
 
 def _shaped(table: CompiledTable, classes: Sequence[ReadClass],
             decisions: Mapping[Hashable, Decision | None], uids: list[Any],
-            images: list[dict[str, Any]] | None) -> Shaped:
+            images: list[dict[str, Any]] | None, guard: Guard) -> Shaped:
     """The org statement by shape: its text depends only on the classes (whose org and
     policy values are its constants) and on which of uids and images it has; those fill
     one parameter for the uids and one per class for the images."""
-    params: dict[str, Any] = {}
+    params: dict[str, Any] = guard.params()
     if uids:
         params[UIDS] = uids
     if images is not None:
         for i in range(len(classes)):
             params[f"{IMAGES}{i}"] = images
     return Shaped((tuple(cls.key for cls in classes), bool(uids), images is not None), params,
-                  lambda: _statement(table, classes, decisions, uids, images), own_binds=False)
+                  lambda: _statement(table, classes, decisions, uids, images, guard),
+                  own_binds=False)
 
 
 def _deleted_branch(table: CompiledTable, i: int, images: list[dict[str, Any]],
@@ -367,10 +371,11 @@ def _deleted_branch(table: CompiledTable, i: int, images: list[dict[str, Any]],
 def _old_images(table: CompiledTable, i: int, images: list[dict[str, Any]]) -> Any:
     """A derived table `old` with the table's columns (typed), one row per deleted image."""
     t = table.table
-    picked = ", ".join(f'(r)."{c.name}"' for c in t.c)  # names come from the catalog only
-    sql = text(
-        f"SELECT d.pos AS {DPOS}, {picked} "
-        f"FROM jsonb_to_recordset(:{IMAGES}{i}) AS d(pos bigint, img jsonb), "
-        f'LATERAL jsonb_populate_record(NULL::"{t.schema}"."{t.name}", d.img) AS r'
+    picked = joined([Sql(f"(r).{quoted(c.name)}") for c in t.c])
+    sql = statement(
+        "SELECT d.pos AS {pos}, {picked} "
+        "FROM jsonb_to_recordset({images}) AS d(pos bigint, img jsonb), "
+        "LATERAL jsonb_populate_record(NULL::{table}, d.img) AS r",
+        pos=DPOS, picked=picked, images=Sql(f":{IMAGES}{i}"), table=(str(t.schema), t.name),
     ).bindparams(bindparam(f"{IMAGES}{i}", type_=JSONB, value=images))
     return sql.columns(literal(0, BigInteger).label(DPOS), *t.c).subquery(f"old{i}")

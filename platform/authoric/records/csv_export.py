@@ -13,7 +13,7 @@ import csv
 import io
 import os
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from authoric.catalog.schema import field_name
 from authoric.catalog.types import ColumnType, column_type
 from authoric.plan.access import Access
+from authoric.plan.guard import Guard
 from authoric.plan.plan import Plan
 from authoric.query.filters import Node
 
@@ -43,13 +44,32 @@ def _cell(kind: ColumnType | None, value: Any) -> str:
     return neutralised(cell) if kind.free_text else cell
 
 
-def export_statement(access: Access, filter_tree: Node, order: str | None) -> Any:
+def export_statement(access: Access, filter_tree: Node, order: str | None,
+                     guard: Guard | None = None) -> Any:
     """The governed, ordered SELECT of the plan; built before streaming starts, so a bad
-    filter is still a clean 400."""
-    return Plan(access, filter_tree).select_all(order)
+    filter is still a clean 400. With `guard`, it reads only at the catalog version (and
+    facts) it was planned for (plan.guard)."""
+    return Plan(access, filter_tree).select_all(order, guard)
 
 
-async def export_csv(engine: AsyncEngine, access: Access, statement: Any) -> AsyncIterator[bytes]:
+async def primed(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """`chunks` with its first chunk already read: what would fail before any row (a guard
+    that no longer holds) raises here, before a response has started."""
+    first = await anext(chunks)
+
+    async def rest() -> AsyncIterator[bytes]:
+        try:
+            yield first
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            await chunks.aclose()  # type: ignore[attr-defined]
+
+    return rest()
+
+
+async def export_csv(engine: AsyncEngine, access: Access, statement: Any,
+                     guard: Guard | None = None) -> AsyncIterator[bytes]:
     """The CSV bytes, read from the database as fast as it answers, sent as fast as the
     client reads.
 
@@ -70,7 +90,7 @@ async def export_csv(engine: AsyncEngine, access: Access, statement: Any) -> Asy
         written += len(data)
         grew.set()
 
-    reader = asyncio.create_task(_read_rows(engine, access, statement, append))
+    reader = asyncio.create_task(_read_rows(engine, access, statement, append, guard))
     try:
         sent = 0
         while True:
@@ -95,7 +115,7 @@ async def export_csv(engine: AsyncEngine, access: Access, statement: Any) -> Asy
 
 
 async def _read_rows(engine: AsyncEngine, access: Access, statement: Any,
-                     append: Callable[[bytes], None]) -> None:
+                     append: Callable[[bytes], None], guard: Guard | None) -> None:
     table = access.table
     columns = table.definition.columns
     stamp = column_type("timestamp")
@@ -106,7 +126,12 @@ async def _read_rows(engine: AsyncEngine, access: Access, statement: Any,
     writer.writerow(["uid", *[field_name(c) for c in columns], "createdAt", "updatedAt"])
     async with engine.connect() as conn:
         result = await conn.stream(statement.execution_options(yield_per=BATCH))
+        checked = guard is None
+        partition: Sequence[Any]
         async for partition in result.mappings().partitions(BATCH):
+            if not checked:  # the first rows tell whether the guard held (StaleFacts if not)
+                assert guard is not None
+                partition, checked = guard.check(partition), True
             for row in partition:
                 shaped = table.row_json(row, access.decision.redacted)
                 writer.writerow([_cell(k, v) for k, v in zip(kinds, shaped.values(), strict=True)])

@@ -24,13 +24,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import IO, Any
 
 import asyncpg
-from sqlalchemy import text
+from sqlalchemy import TextClause
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.model import ColumnDef
 from authoric.catalog.types import REGISTRY, column_type
 from authoric.db.errors import sqlstate
+from authoric.db.sql import Sql, joined, quoted, statement
 from authoric.records.csv_stream import Record
 from authoric.records.gate import Access
 
@@ -110,12 +111,12 @@ def _uid_default() -> str:
 
 
 def cell_cast(column: ColumnDef) -> str:
-    return column_type(column.type).csv_cast(f's."{column.name}"')  # catalog names only
+    return column_type(column.type).csv_cast(f"s.{quoted(column.name)}")
 
 
 def _suspicious(column: ColumnDef) -> str:
     """SQL that is true for a value PostgreSQL would cast but our rules refuse."""
-    ref = f's."{column.name}"'
+    ref = f"s.{quoted(column.name)}"
     # Fields longer than the careful parser takes (csv's field limit) get its verdict too.
     checks = [f"length({ref}) > {csv.field_size_limit()}"]
     if column.required:
@@ -132,11 +133,13 @@ async def fast_import(conn: AsyncConnection, access: Access, columns: list[Colum
     driver = (await conn.get_raw_connection()).driver_connection
     assert driver is not None
     names = [c.name for c in columns]
-    defs = "".join(f', "{n}" text' for n in names)
-    await conn.execute(text(f'CREATE TEMP SEQUENCE "{RAW_SEQ}"'))
-    await conn.execute(text(
-        f'CREATE TEMP TABLE "{RAW}" (uid uuid DEFAULT {_uid_default()}{defs}) ON COMMIT DROP'))
-    await conn.execute(text(f'ALTER SEQUENCE "{RAW_SEQ}" OWNED BY "{RAW}".uid'))
+    defs = "".join(f", {quoted(n)} text" for n in names)
+    await conn.execute(statement("CREATE TEMP SEQUENCE {seq}", seq=RAW_SEQ))
+    await conn.execute(statement(
+        "CREATE TEMP TABLE {raw} (uid uuid DEFAULT {uid_default}{defs}) ON COMMIT DROP",
+        raw=RAW, uid_default=Sql(_uid_default()), defs=Sql(defs)))
+    await conn.execute(statement("ALTER SEQUENCE {seq} OWNED BY {raw_uid}",
+                                 seq=RAW_SEQ, raw_uid=(RAW, "uid")))
 
     newlines, tail = 0, b""
 
@@ -161,10 +164,11 @@ async def fast_import(conn: AsyncConnection, access: Access, columns: list[Colum
         raise NeedsDiagnosis from exc
     suspicious = [_suspicious(c) for c in columns]
     # (A text value cannot hold NUL: PostgreSQL refuses it during the COPY already.)
-    if suspicious and await conn.scalar(text(
-            f'SELECT EXISTS (SELECT 1 FROM "{RAW}" s WHERE {" OR ".join(suspicious)})')):
+    if suspicious and await conn.scalar(statement(
+            "SELECT EXISTS (SELECT 1 FROM {raw} s WHERE {suspicious})",
+            raw=RAW, suspicious=Sql(" OR ".join(suspicious)))):
         raise NeedsDiagnosis
-    count = int(await conn.scalar(text(f'SELECT count(*) FROM "{RAW}"')) or 0)
+    count = int(await conn.scalar(statement("SELECT count(*) FROM {raw}", raw=RAW)) or 0)
     if count:
         # One line per record (no quoted line breaks): the header, then `count` lines.
         one_line_each = newlines == count + (1 if tail == b"\n" else 0)
@@ -174,22 +178,13 @@ async def fast_import(conn: AsyncConnection, access: Access, columns: list[Colum
 
 async def _move(conn: AsyncConnection, access: Access, columns: list[ColumnDef],
                 on_key_clash: OnKeyClash | None) -> None:
-    table = access.table
-    names = [c.name for c in columns]
-    defaults = [c for c in table.definition.columns if c.name not in names and c.default is not None]
-    target = ", ".join(f'"{n}"' for n in ["uid", "org_uid", *names, *[c.name for c in defaults]])
-    source = ", ".join(["s.uid", ":org", *[cell_cast(c) for c in columns],
-                        *[f"CAST(:d{i} AS {PG_TYPES[c.type]})" for i, c in enumerate(defaults)]])
-    params: dict[str, Any] = {"org": access.principal.org_uid}
-    for i, column in enumerate(defaults):
-        params[f"d{i}"] = column.bound_default()
+    insert, params = insert_from_stage(access, columns, [cell_cast(c) for c in columns],
+                                       RAW, "uid")
     try:
         async with conn.begin_nested():
             for column in columns:
                 await _require_live_target(conn, access, column)
-            await conn.execute(text(
-                f'INSERT INTO "{table.table.schema}"."{table.name}" ({target}) '
-                f'SELECT {source} FROM "{RAW}" s ORDER BY s.uid'), params)
+            await conn.execute(insert, params)
     except DBAPIError as exc:
         if on_key_clash is None or sqlstate(exc) not in ("23505", "23503"):
             raise NeedsDiagnosis from exc
@@ -199,6 +194,26 @@ async def _move(conn: AsyncConnection, access: Access, columns: list[ColumnDef],
     raise NeedsDiagnosis
 
 
+def insert_from_stage(access: Access, columns: list[ColumnDef], values: list[str], stage: str,
+                      order: str) -> tuple[TextClause, dict[str, Any]]:
+    """The one INSERT of an import (both paths): the staged table `stage` (as `s`), in
+    `order`, into the caller's table and org; `values` are the columns' SQL over `s`, and
+    the columns the file leaves out take their defaults."""
+    table = access.table
+    names = [c.name for c in columns]
+    defaults = [c for c in table.definition.columns if c.name not in names and c.default is not None]
+    target = joined(["uid", "org_uid", *names, *[c.name for c in defaults]])
+    source = ", ".join(["s.uid", ":org", *values,
+                        *[f"CAST(:d{i} AS {PG_TYPES[c.type]})" for i, c in enumerate(defaults)]])
+    params: dict[str, Any] = {"org": access.principal.org_uid}
+    for i, column in enumerate(defaults):
+        params[f"d{i}"] = column.bound_default()
+    insert = statement("INSERT INTO {table} ({target}) SELECT {source} FROM {stage} s "
+                       "ORDER BY s.{order}", table=(str(table.table.schema), table.name),
+                       target=target, source=Sql(source), stage=stage, order=order)
+    return insert, params
+
+
 async def _require_live_target(conn: AsyncConnection, access: Access, column: ColumnDef) -> None:
     """Foreign keys accept soft-deleted targets; such a reference needs the careful path."""
     if not column_type(column.type).is_reference:
@@ -206,9 +221,11 @@ async def _require_live_target(conn: AsyncConnection, access: Access, column: Co
     target = access.snapshot.table(str(column.references))
     if not target.soft_delete:
         return
-    dangling = await conn.scalar(text(
-        f'SELECT EXISTS (SELECT 1 FROM "{RAW}" s WHERE s."{column.name}" IS NOT NULL AND NOT EXISTS '
-        f'(SELECT 1 FROM "{target.table.schema}"."{target.name}" r WHERE r.uid = s."{column.name}"::uuid '
-        "AND r.org_uid = :org AND r.deleted_at IS NULL))"), {"org": access.principal.org_uid})
+    dangling = await conn.scalar(statement(
+        "SELECT EXISTS (SELECT 1 FROM {raw} s WHERE s.{col} IS NOT NULL AND NOT EXISTS "
+        "(SELECT 1 FROM {target} r WHERE r.uid = s.{col}::uuid "
+        "AND r.org_uid = :org AND r.deleted_at IS NULL))",
+        raw=RAW, col=column.name, target=(str(target.table.schema), target.name)),
+        {"org": access.principal.org_uid})
     if dangling:
         raise NeedsDiagnosis

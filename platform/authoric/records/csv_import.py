@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Select, and_, func, select, text
+from sqlalchemy import Select, TextClause, and_, func, select
 from sqlalchemy import column as sql_column
 from sqlalchemy import table as sql_table
 from sqlalchemy.exc import DBAPIError
@@ -25,6 +25,7 @@ from uuid6 import uuid7
 from authoric.catalog.model import ColumnDef
 from authoric.catalog.types import BadValue, column_type
 from authoric.db.changelog import BULK, record_change, record_staged_inserts
+from authoric.db.sql import Sql, quoted, statement
 from authoric.errors import Forbidden, ServiceUnavailable, ValidationFailed
 from authoric.records.conflicts import shown
 from authoric.records.csv_fast import (
@@ -34,6 +35,7 @@ from authoric.records.csv_fast import (
     Spool,
     cell_cast,
     fast_import,
+    insert_from_stage,
     read_header,
 )
 from authoric.records.csv_stream import CsvProblem, Record, records
@@ -200,15 +202,15 @@ async def _name_key_clashes(conn: AsyncConnection, access: Access,
     """The fast path's move broke a unique or foreign key: stage the typed rows from its raw
     table, lines numbered in file order, and run the careful path's checks on them. A big
     file with one bad line late is answered without reading it again in Python."""
-    typed = ", ".join(f'{cell_cast(c)} AS "{c.name}"' for c in columns)  # catalog names only
+    typed = "".join(f", {cell_cast(c)} AS {quoted(c.name)}" for c in columns)
     errors = ImportErrors()
     try:
         async with conn.begin_nested():
-            await conn.execute(text(f'DROP TABLE IF EXISTS "{STAGE}"'))
-            await conn.execute(text(
-                f'CREATE TEMP TABLE "{STAGE}" ON COMMIT DROP AS SELECT '
-                f"row_number() OVER (ORDER BY s.uid) + 1 AS line, s.uid"
-                f'{", " + typed if typed else ""} FROM "{RAW}" s'))
+            await conn.execute(_drop_stage())
+            await conn.execute(statement(
+                "CREATE TEMP TABLE {stage} ON COMMIT DROP AS SELECT "
+                "row_number() OVER (ORDER BY s.uid) + 1 AS line, s.uid{typed} FROM {raw} s",
+                stage=STAGE, typed=Sql(typed), raw=RAW))
             await _check_in_database(conn, access, columns, errors)
     except DBAPIError as exc:  # a value that does not cast: the careful path names it
         raise NeedsDiagnosis from exc
@@ -251,12 +253,15 @@ async def _careful_import(conn: AsyncConnection, access: Access, chunks: AsyncIt
     return count
 
 
+def _drop_stage() -> TextClause:
+    return statement("DROP TABLE IF EXISTS {stage}", stage=STAGE)
+
+
 async def _create_stage(conn: AsyncConnection, columns: list[ColumnDef]) -> None:
-    defs = ", ".join(f'"{c.name}" {PG_TYPES[c.type]}' for c in columns)  # catalog names only
-    await conn.execute(text(f'DROP TABLE IF EXISTS "{STAGE}"'))
-    await conn.execute(text(
-        f'CREATE TEMP TABLE "{STAGE}" (line bigint, uid uuid{", " + defs if defs else ""}) '
-        "ON COMMIT DROP"))
+    defs = "".join(f", {quoted(c.name)} {PG_TYPES[c.type]}" for c in columns)
+    await conn.execute(_drop_stage())
+    await conn.execute(statement("CREATE TEMP TABLE {stage} (line bigint, uid uuid{defs}) "
+                                 "ON COMMIT DROP", stage=STAGE, defs=Sql(defs)))
 
 
 async def _check_in_database(conn: AsyncConnection, access: Access, columns: list[ColumnDef],
@@ -266,19 +271,20 @@ async def _check_in_database(conn: AsyncConnection, access: Access, columns: lis
     Each check is one set operation over the staged file: hash joins and hash aggregates
     (the stage is analyzed first, so the planner knows its size), linear in the file. A
     conflict with a row the importer may not read is one summary error (`HiddenImportConflict`)."""
-    await conn.execute(text(f'ANALYZE "{STAGE}"'))
+    await conn.execute(statement("ANALYZE {stage}", stage=STAGE))
     org = access.principal.org_uid
     schema = access.table.table.schema
     for column in columns:
         if column_type(column.type).is_reference:
             target = access.snapshot.table(str(column.references))
-            found = await conn.execute(text(dangling_references_sql(
-                schema, target.name, column.name, target.soft_delete)), {"org": org})
+            found = await conn.execute(dangling_references_sql(
+                schema, target.name, column.name, target.soft_delete),
+                {"org": org, "limit": MAX_ERRORS})
             for (line,) in found:
                 errors.add(line, column.name, "references a row that does not exist")
     unique = [c for c in columns if c.unique]
     for column in unique:
-        found = await conn.execute(text(repeated_in_file_sql(column.name)))
+        found = await conn.execute(repeated_in_file_sql(column.name), {"limit": MAX_ERRORS})
         for (line,) in found:
             errors.add(line, column.name, "duplicate value for a unique column")
     hidden = False
@@ -292,13 +298,13 @@ async def _check_in_database(conn: AsyncConnection, access: Access, columns: lis
         raise HiddenImportConflict(access, errors.rows)
 
 
-def repeated_in_file_sql(column: str) -> str:
+def repeated_in_file_sql(column: str) -> TextClause:
     """Lines whose value of unique `column` an earlier line of the file already holds: one
     hash aggregate finds the repeated values with their first line, one hash join the rest."""
-    return (f'SELECT s.line FROM "{STAGE}" s JOIN (SELECT "{column}" AS v, min(line) AS first '
-            f'FROM "{STAGE}" WHERE "{column}" IS NOT NULL GROUP BY "{column}" '
-            f'HAVING count(*) > 1) d ON s."{column}" = d.v AND s.line > d.first '
-            f"ORDER BY s.line LIMIT {MAX_ERRORS}")
+    return statement("SELECT s.line FROM {stage} s JOIN (SELECT {col} AS v, min(line) AS first "
+                     "FROM {stage} WHERE {col} IS NOT NULL GROUP BY {col} "
+                     "HAVING count(*) > 1) d ON s.{col} = d.v AND s.line > d.first "
+                     "ORDER BY s.line LIMIT :limit", stage=STAGE, col=column)
 
 
 def existing_conflicts(access: Access, column: ColumnDef) -> Select[Any]:
@@ -313,30 +319,21 @@ def existing_conflicts(access: Access, column: ColumnDef) -> Select[Any]:
             .select_from(stage.join(t, and_(*on))).order_by(stage.c.line).limit(MAX_ERRORS))
 
 
-def dangling_references_sql(schema: str | None, target: str, column: str, soft_delete: bool) -> str:
+def dangling_references_sql(schema: str | None, target: str, column: str,
+                            soft_delete: bool) -> TextClause:
     """Lines whose reference `column` names no live row of the org (a hash anti-join)."""
     live = " AND r.deleted_at IS NULL" if soft_delete else ""
-    return (f'SELECT s.line FROM "{STAGE}" s WHERE s."{column}" IS NOT NULL AND NOT EXISTS '
-            f'(SELECT 1 FROM "{schema}"."{target}" r WHERE r.uid = s."{column}" '
-            f"AND r.org_uid = :org{live}) ORDER BY s.line LIMIT {MAX_ERRORS}")
+    return statement("SELECT s.line FROM {stage} s WHERE s.{col} IS NOT NULL AND NOT EXISTS "
+                     "(SELECT 1 FROM {target} r WHERE r.uid = s.{col} "
+                     "AND r.org_uid = :org{live}) ORDER BY s.line LIMIT :limit",
+                     stage=STAGE, col=column, target=(str(schema), target), live=Sql(live))
 
 
 async def _insert(conn: AsyncConnection, access: Access, columns: list[ColumnDef], count: int) -> None:
     if not count:
         return
-    table, principal = access.table, access.principal
-    names = [c.name for c in columns]
-    defaults = [c for c in table.definition.columns if c.name not in names and c.default is not None]
-    target = ", ".join(f'"{n}"' for n in ["uid", "org_uid", *names, *[c.name for c in defaults]])
-    source = ", ".join(["uid", ":org", *[f'"{n}"' for n in names],
-                        *[f":d{i}" for i in range(len(defaults))]])
-    params: dict[str, Any] = {"org": principal.org_uid}
-    for i, column in enumerate(defaults):
-        params[f"d{i}"] = column.bound_default()
-    schema = table.table.schema
-    await conn.execute(text(
-        f'INSERT INTO "{schema}"."{table.name}" ({target}) '
-        f'SELECT {source} FROM "{STAGE}" ORDER BY line'), params)
+    await conn.execute(*insert_from_stage(access, columns,
+                                          [f"s.{quoted(c.name)}" for c in columns], STAGE, "line"))
     await record_import(conn, access, count, STAGE, "line")
 
 

@@ -26,7 +26,7 @@ are two kinds:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -34,9 +34,10 @@ from typing import Any, Literal, Protocol
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.catalog.snapshot import AppSnapshot
-from authoric.errors import BadRequest
+from authoric.errors import BadRequest, InternalError
 from authoric.plan.access import Access, admit
-from authoric.plan.expand import expand_rows, expansion_tree
+from authoric.plan.expand import expand_rows, expansion_tree, unexpanded
+from authoric.plan.guard import Guard, StaleFacts
 from authoric.plan.request import TableRequest
 from authoric.plan.runner import ConnectionExecutor, Executor
 from authoric.policy.principal import Principal
@@ -74,6 +75,9 @@ class InTransaction:
     engine: AsyncEngine
     principal: Principal
     snapshot: AppSnapshot
+    # The facts read in the transaction, for a statement run outside it (CSV export reads
+    # on its own connection after this one committed): None for the operator and the SDK.
+    guard: Guard | None = None
 
     at_once = False
 
@@ -105,13 +109,8 @@ class Fresh:
 def strategy(access: Access, request: TableRequest, at_once: bool) -> Strategy:
     """One guarded statement, or a transaction, for `request` by a caller that can (`at_once`)
     or cannot run one guarded statement."""
-    if not at_once:
-        return "transaction"
-    if request.operation in ("read", "list"):
-        return "statement"
-    if request.operation in ("create", "update", "delete"):
-        return "transaction" if writes.needs_transaction(access, request.action) else "statement"
-    return "transaction"
+    alone = OPERATIONS[request.operation].alone
+    return "statement" if at_once and alone(access, request) else "transaction"
 
 
 def admitted(caller: Caller | InTransaction, request: TableRequest) -> Access:
@@ -148,8 +147,16 @@ async def _answer(caller: Caller, request: TableRequest,
     if tree:
         shown = result["items"] if request.operation == "list" else [result]
         # A writer who may not read the row gets {"uid"} alone: nothing to expand.
-        await expand_rows(caller, access.snapshot, access.table,
-                          [r for r in shown if len(r) > 1], tree)
+        readable = [r for r in shown if len(r) > 1]
+        try:
+            await expand_rows(caller, access.snapshot, access.table, readable, tree)
+        except (StaleFacts, InternalError):
+            if not request.writes:
+                raise  # a read is planned again (http/context.py), whole
+            # The write is done and must not run twice: its expansions, planned for a catalog
+            # that has since moved (the guard failed, or the statement on a renamed column),
+            # are left null (fail closed) rather than read.
+            unexpanded(readable, tree)
     if count == "exact":
         result["total"] = await reads.count_rows(caller.ex, access, request.filter.get())
     elif count == "estimate":  # the operator's, whose caller is always in a transaction
@@ -162,68 +169,128 @@ async def _answer(caller: Caller, request: TableRequest,
 
 async def _run(caller: Caller, access: Access, request: TableRequest,
                chunks: AsyncIterator[bytes] | Spool | None) -> Any:
-    op = request.operation
+    unit = OPERATIONS[request.operation]
     if strategy(access, request, caller.at_once) == "statement":
-        return await _at_once(caller, access, request)
+        done, answer = await unit.run(Step(caller.ex, access, request, None, chunks))
+        if done:
+            return answer
+        # A miss: the same write in a transaction says 403 or 404, and rolls back a row that
+        # would leave the writer's policy.
     async with caller.transaction() as tx:
         current = tx.admit(request.table, request.action) if tx is not caller else access
-        if op == "export":
-            statement = csv_export.export_statement(current, request.filter.get(),
-                                                    request.page.get().order)
-            return csv_export.export_csv(tx.engine, current, statement)
-        if op == "import":
-            assert chunks is not None, "an import needs its body"
-            return {"inserted": await csv_import.import_csv(tx.conn, current, chunks)}
-        return await _in_transaction(tx.ex, current, request)
+        answer = (await unit.run(Step(tx.ex, current, request, tx, chunks)))[1]
+    return answer if unit.after is None else await unit.after(answer)
 
 
-# Operations whose statement is the same alone or inside a transaction.
-_ONE_STATEMENT = frozenset({"read", "list", "create"})
+@dataclass(frozen=True)
+class Step:
+    """What an operation's unit runs with: statements run on `ex`, for the admitted `access`;
+    `tx` is the transaction when there is one (None: one guarded statement in autocommit)."""
+
+    ex: Executor
+    access: Access
+    request: TableRequest
+    tx: InTransaction | None
+    chunks: AsyncIterator[bytes] | Spool | None = None
+
+    @property
+    def in_tx(self) -> InTransaction:
+        assert self.tx is not None, "this operation runs in a transaction only"
+        return self.tx
 
 
-async def _one_statement(ex: Executor, access: Access, request: TableRequest) -> Any:
-    op = request.operation
-    if op == "read":
-        return await reads.read_one(ex, access, request.row_uid())
-    if op == "list":
-        return await reads.list_page(ex, access, request.filter.get(), request.page.get())
-    body = request.body.get()
-    return await writes.create_row(ex, access, column_values(access.table, body, creating=True))
+@dataclass(frozen=True)
+class Unit:
+    """One operation: `run` answers (done, answer), where not done is a single-row write's
+    miss on its one statement; `alone` says whether it may run as one guarded statement."""
+
+    run: Callable[[Step], Awaitable[tuple[bool, Any]]]
+    alone: Callable[[Access, TableRequest], bool]
+    # What the answer still needs once its transaction has ended (an export's first rows).
+    after: Callable[[Any], Awaitable[Any]] | None = None
 
 
-async def _at_once(caller: Caller, access: Access, request: TableRequest) -> Any:
-    ex, op = caller.ex, request.operation
-    if op in _ONE_STATEMENT:
-        return await _one_statement(ex, access, request)
-    uid = request.row_uid()
-    changes: dict[str, Any] | None = None
-    if op == "update":
-        changes = column_values(access.table, request.body.get(), creating=False)
-    done, row = await writes.write_at_once(ex, access, uid, changes)
-    if done:
-        return row
-    # A miss: the same write in a transaction says 403 or 404, and rolls back a row that
-    # would leave the writer's policy.
-    async with caller.transaction() as tx:
-        return await _in_transaction(tx.ex, tx.admit(request.table, request.action), request)
+def _always(access: Access, request: TableRequest) -> bool:
+    return True
 
 
-async def _in_transaction(ex: ConnectionExecutor, access: Access, request: TableRequest) -> Any:
-    op = request.operation
-    if op in _ONE_STATEMENT:
-        return await _one_statement(ex, access, request)
-    if op == "update":
-        uid, body = request.row_uid(), request.body.get()
-        return await writes.update_row(ex, access, uid,
-                                       column_values(access.table, body, creating=False))
-    if op == "delete":
-        await writes.delete_row(ex, access, request.row_uid())
-        return None
-    tree = request.filter.get()
-    if op == "update_where":
-        plan = bulk.checked_plan(access, tree)
-        values = bulk_set_values(access.table, request.body.get())
-        return {"count": await bulk.bulk_update(ex, access, plan, values)}
-    if op == "delete_where":
-        return {"count": await bulk.bulk_delete(ex, access, tree)}
-    raise AssertionError(f"no such operation {op!r}")
+def _never(access: Access, request: TableRequest) -> bool:
+    return False
+
+
+def _single_write(access: Access, request: TableRequest) -> bool:
+    return not writes.needs_transaction(access, request.action)
+
+
+async def _read(step: Step) -> tuple[bool, Any]:
+    return True, await reads.read_one(step.ex, step.access, step.request.row_uid())
+
+
+async def _list(step: Step) -> tuple[bool, Any]:
+    request = step.request
+    return True, await reads.list_page(step.ex, step.access, request.filter.get(),
+                                       request.page.get())
+
+
+async def _create(step: Step) -> tuple[bool, Any]:
+    values = column_values(step.access.table, step.request.body.get(), creating=True)
+    return True, await writes.create_row(step.ex, step.access, values)
+
+
+async def _update(step: Step) -> tuple[bool, Any]:
+    access, uid = step.access, step.request.row_uid()
+    values = column_values(access.table, step.request.body.get(), creating=False)
+    if step.tx is None:
+        return await writes.write_at_once(step.ex, access, uid, values)
+    return True, await writes.update_row(step.in_tx.ex, access, uid, values)
+
+
+async def _delete(step: Step) -> tuple[bool, Any]:
+    access, uid = step.access, step.request.row_uid()
+    if step.tx is None:
+        return await writes.write_at_once(step.ex, access, uid, None)
+    await writes.delete_row(step.in_tx.ex, access, uid)
+    return True, None
+
+
+async def _update_where(step: Step) -> tuple[bool, Any]:
+    access, request = step.access, step.request
+    plan = bulk.checked_plan(access, request.filter.get())
+    values = bulk_set_values(access.table, request.body.get())
+    return True, {"count": await bulk.bulk_update(step.in_tx.ex, access, plan, values)}
+
+
+async def _delete_where(step: Step) -> tuple[bool, Any]:
+    return True, {"count": await bulk.bulk_delete(step.in_tx.ex, step.access,
+                                                  step.request.filter.get())}
+
+
+async def _import(step: Step) -> tuple[bool, Any]:
+    assert step.chunks is not None, "an import needs its body"
+    return True, {"inserted": await csv_import.import_csv(step.in_tx.conn, step.access,
+                                                          step.chunks)}
+
+
+async def _export(step: Step) -> tuple[bool, Any]:
+    access, request = step.access, step.request
+    tx = step.in_tx
+    statement = csv_export.export_statement(access, request.filter.get(),
+                                            request.page.get().order, tx.guard)
+    return True, csv_export.export_csv(tx.engine, access, statement, tx.guard)
+
+
+# Every operation of a table request, found here (plan.request names them).
+OPERATIONS: dict[str, Unit] = {
+    "read": Unit(_read, _always),
+    "list": Unit(_list, _always),
+    "create": Unit(_create, _single_write),
+    "update": Unit(_update, _single_write),
+    "delete": Unit(_delete, _single_write),
+    "update_where": Unit(_update_where, _never),
+    "delete_where": Unit(_delete_where, _never),
+    "import": Unit(_import, _never),
+    # The first rows are read before the response starts, outside the transaction: a
+    # catalog that moved since planning is found there (StaleFacts, planned again), never
+    # halfway through a body.
+    "export": Unit(_export, _never, csv_export.primed),
+}

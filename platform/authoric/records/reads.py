@@ -44,7 +44,9 @@ async def list_page(ex: Executor, access: Access, filter_tree: Node = EVERYTHING
 async def count_rows(ex: Executor, access: Access, filter_tree: Node = EVERYTHING) -> int:
     """`?count=exact`: how many rows the caller may see that match the filter (page aside),
     on the same governed clause as the page."""
-    rows = await ex.fetch(Plan(access, filter_tree).count_rows(), retry=True)
+    rows = await ex.fetch(Plan(access, filter_tree).count_rows(ex.guard), retry=True)
+    if ex.guard is not None:
+        rows = ex.guard.check(rows)
     return int(rows[0]["total"])
 
 

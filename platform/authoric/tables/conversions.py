@@ -16,15 +16,17 @@ failing row stands alone (about 14 statements per failing row in a page of 10,00
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import TextClause
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.model import ColumnDef
 from authoric.catalog.types import COLUMN_TYPES, TEXTUAL_TYPES, column_type
 from authoric.db.errors import sqlstate
+from authoric.db.sql import Sql, statement
 
 # Type changes allowed (contract section 2): text to and from the others, integer ↔ numeric,
 # date ↔ timestamp. `select` is text with options.
@@ -89,22 +91,22 @@ def conversion_sql(col: str, before: ColumnDef, after: ColumnDef) -> str:
     return f"{col}::{kind.pg_name}"
 
 
-async def unconvertible_rows(conn: AsyncConnection, target: str, col: str, before: ColumnDef,
+async def unconvertible_rows(conn: AsyncConnection, target: Sql, col: Sql, before: ColumnDef,
                              after: ColumnDef, limit: int) -> list[tuple[str, str]]:
     """`(uid, message)` of the rows (at most `limit`, by uid) whose value the conversion
     refuses, found by running `conversion_sql` itself over them."""
-    expr = conversion_sql(col, before, after)
+    expr = Sql(conversion_sql(col, before, after))
     if limit <= 0 or await _cast_error(
-            conn, f"SELECT count({expr}) FROM {target} WHERE {col} IS NOT NULL", {},
-            after) is None:
+            conn, statement("SELECT count({expr}) FROM {target} WHERE {col} IS NOT NULL",
+                            expr=expr, target=target, col=col), {}, after) is None:
         return []
     found: list[tuple[str, str]] = []
-    after_uid: Any = None
+    after_uid: Any = uuid.UUID(int=0)  # before every uid
     while len(found) < limit:  # pages by uid: no cursor stays open for the ALTER that follows
-        page = list((await conn.execute(text(
-            f"SELECT uid FROM {target} WHERE {col} IS NOT NULL"
-            + (" AND uid > :after" if after_uid else "") + f" ORDER BY uid LIMIT {CHECK_PAGE}"),
-            {"after": after_uid} if after_uid else {})).scalars())
+        page = list((await conn.execute(statement(
+            "SELECT uid FROM {target} WHERE {col} IS NOT NULL"
+            " AND uid > CAST(:after AS uuid) ORDER BY uid LIMIT :limit",
+            target=target, col=col), {"after": after_uid, "limit": CHECK_PAGE})).scalars())
         found += await _split(conn, target, expr, page, after, limit - len(found))
         if len(page) < CHECK_PAGE:
             break
@@ -112,13 +114,14 @@ async def unconvertible_rows(conn: AsyncConnection, target: str, col: str, befor
     return found
 
 
-async def _split(conn: AsyncConnection, target: str, expr: str, uids: list[Any],
+async def _split(conn: AsyncConnection, target: Sql, expr: Sql, uids: list[Any],
                  after: ColumnDef, limit: int) -> list[tuple[str, str]]:
     """The failing rows among `uids`, by halving the set until a failing row stands alone."""
     if limit <= 0 or not uids:
         return []
     error = await _cast_error(
-        conn, f"SELECT count({expr}) FROM {target} WHERE uid = ANY(CAST(:uids AS uuid[]))",
+        conn, statement("SELECT count({expr}) FROM {target} "
+                        "WHERE uid = ANY(CAST(:uids AS uuid[]))", expr=expr, target=target),
         {"uids": uids}, after)
     if error is None:
         return []
@@ -129,13 +132,13 @@ async def _split(conn: AsyncConnection, target: str, expr: str, uids: list[Any],
     return left + await _split(conn, target, expr, uids[half:], after, limit - len(left))
 
 
-async def _cast_error(conn: AsyncConnection, query: str, params: dict[str, Any],
+async def _cast_error(conn: AsyncConnection, query: TextClause, params: dict[str, Any],
                       after: ColumnDef) -> str | None:
     """Run `query` under a savepoint: None if it succeeds, what went wrong if a value did not
     convert. Any other failure (a lock timeout, a lost connection) is raised."""
     try:
         async with conn.begin_nested():
-            await conn.execute(text(query), params)
+            await conn.execute(query, params)
     except DBAPIError as exc:
         state = sqlstate(exc) or ""
         if not state.startswith("22"):
@@ -146,13 +149,13 @@ async def _cast_error(conn: AsyncConnection, query: str, params: dict[str, Any],
     return None
 
 
-async def rows_out_of_options(conn: AsyncConnection, target: str, col: str, before: ColumnDef,
+async def rows_out_of_options(conn: AsyncConnection, target: Sql, col: Sql, before: ColumnDef,
                               after: ColumnDef, limit: int) -> list[str]:
     """The uids (at most `limit`) of rows whose value, converted, is none of `after`'s
     options: the same test as the column's CHECK constraint, over every row it will hold."""
     assert after.options is not None
-    rows = await conn.execute(text(
-        f"SELECT uid FROM {target} WHERE {conversion_sql(col, before, after)} "
-        f"<> ALL(CAST(:options AS text[])) ORDER BY uid LIMIT {limit}"),
-        {"options": after.options})
+    rows = await conn.execute(statement(
+        "SELECT uid FROM {target} WHERE {converted} <> ALL(CAST(:options AS text[])) "
+        "ORDER BY uid LIMIT :limit", target=target, converted=Sql(conversion_sql(col, before, after))),
+        {"options": after.options, "limit": limit})
     return [str(u) for u in rows.scalars()]

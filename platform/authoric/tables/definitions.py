@@ -21,6 +21,7 @@ from authoric.catalog.types import column_type
 from authoric.changes.capture import set_capture, sql_name
 from authoric.db import tables as t
 from authoric.db.changelog import SCHEMA
+from authoric.db.sql import statement
 from authoric.errors import Conflict, NotFound, ValidationFailed
 from authoric.tables import indexes, schema_change
 from authoric.tenancy.service import check_against_tables
@@ -139,7 +140,8 @@ async def patch_table(conn: AsyncConnection, app_ref: str, name: str,
     definition = await _definition(conn, app_uid, name)
     # A change waiting behind a long query fails (503, retry) instead of queueing every
     # request of the table behind its lock.
-    await conn.execute(text(f"SET LOCAL lock_timeout = '{SCHEMA_LOCK_TIMEOUT_MS}ms'"))
+    await conn.execute(text("SELECT set_config('lock_timeout', :timeout, true)"),
+                       {"timeout": f"{SCHEMA_LOCK_TIMEOUT_MS}ms"})
     if change.operations is not None:
         definition.operations = change.operations.applied_to(definition.operations)
     added, dropped = change.add_columns, change.drop_columns
@@ -205,8 +207,8 @@ async def _alter_columns(conn: AsyncConnection, app_uid: uuid.UUID, definition: 
              for a in change.alter_columns]
     # Rows written between the check and the change could escape the check: writes wait
     # (reads go on) until this transaction ends; a type change locks the table anyway.
-    await conn.execute(text(f'LOCK TABLE "{schema_name(app_uid)}"."{definition.name}" '
-                            "IN SHARE ROW EXCLUSIVE MODE"))
+    await conn.execute(statement("LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE",
+                                 table=(schema_name(app_uid), definition.name)))
     failing: list[dict[str, Any]] = []
     for before, after in pairs:
         assert before is not None

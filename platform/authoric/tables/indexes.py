@@ -8,11 +8,12 @@ with the contract's error object. A failed build leaves an INVALID index behind,
 builder drops. Every index leads with `org_uid`, because every governed read is org-scoped, so
 a `unique` index means unique among one org's rows (as the columns' own `unique` does).
 
-A `search` index is GIN over `authoric.search_vector(column)` (migration 0006: the `simple`
-configuration over accent-folded text); the `search` filter operator compares the same
-expression, so the planner can use it. It cannot lead with `org_uid` (GIN holds no uuid without
-the `btree_gin` extension, which the embedded PostgreSQL lacks): the org is filtered beside it,
-by the table's own (org_uid, uid) index when the planner finds that cheaper.
+A `search` index is GIN over `(ARRAY[org_uid]), authoric.search_vector(column)` (migrations
+0006 and 0010: the `simple` configuration over the accent-folded first 100,000 characters of a
+value); the `search` filter operator compares the same expressions, so the planner can use it.
+It leads with the org as a one-element array, the one way GIN holds a uuid without the
+`btree_gin` extension (which the embedded PostgreSQL lacks): a search within an org reads the
+org's entries and the words' together, never other orgs' matches (security round four).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Coroutine
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import and_, delete, func, select, text, update
+from sqlalchemy import TextClause, and_, delete, func, select, text, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -33,6 +34,7 @@ from authoric.catalog.names import check_name
 from authoric.catalog.schema import PLATFORM_FIELDS, constraint_name, schema_name
 from authoric.catalog.types import TEXTUAL_TYPES
 from authoric.db import tables as t
+from authoric.db.sql import quoted, statement
 from authoric.errors import Conflict, NotFound, ValidationFailed
 
 log = logging.getLogger("authoric.indexes")
@@ -91,20 +93,28 @@ def create_statement(app_uid: uuid.UUID, definition: TableDef, name: str,
                      spec: IndexSpec) -> str:
     """The `CREATE INDEX CONCURRENTLY` for the spec. Names are checked identifiers (quoted);
     nothing from the request is pasted but them."""
-    target = f'"{schema_name(app_uid)}"."{definition.name}"'
-    index = f'"{physical_name(definition.name, name)}"'
+    target = quoted(schema_name(app_uid), definition.name)
+    index = quoted(physical_name(definition.name, name))
     physical = [_column(definition, c) for c in spec.columns]
     if spec.kind == "search":
-        parts = [f'authoric.search_vector("{c}")' for c, _ in physical]
+        parts = ["(ARRAY[org_uid])"] + [f"authoric.search_vector({quoted(c)})"
+                                        for c, _ in physical]
         return f"CREATE INDEX CONCURRENTLY {index} ON {target} USING gin ({', '.join(parts)})"
     # NULLs sort last both ways (plan.listing), so each direction gets its own index; the
     # uid breaks ties in the same direction, so a keyset page is one index range.
-    parts = ['"org_uid"'] + [f'"{c}" {"DESC" if d else "ASC"} NULLS LAST' for c, d in physical]
+    parts = [quoted("org_uid")] + [f'{quoted(c)} {"DESC" if d else "ASC"} NULLS LAST'
+                                   for c, d in physical]
     if not spec.unique:
-        parts.append(f'"uid" {"DESC" if physical[-1][1] else "ASC"}')
+        parts.append(f'{quoted("uid")} {"DESC" if physical[-1][1] else "ASC"}')
     live = " WHERE deleted_at IS NULL" if definition.soft_delete else ""
     unique = "UNIQUE " if spec.unique else ""
     return f"CREATE {unique}INDEX CONCURRENTLY {index} ON {target} ({', '.join(parts)}){live}"
+
+
+def _drop_statement(app_uid: uuid.UUID, table: str, name: str) -> TextClause:
+    """Drop the physical index of `name`, without blocking the table; none is fine."""
+    return statement("DROP INDEX CONCURRENTLY IF EXISTS {index}",
+                     index=(schema_name(app_uid), physical_name(table, name)))
 
 
 def public_index(row: Any) -> dict[str, Any]:
@@ -223,6 +233,15 @@ async def forget_dropped(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
             await conn.execute(delete(t.table_indexes).where(_where(app_uid, table, row.name)))
 
 
+# Index builds run one at a time across replicas (`_take_turn`), and one that still meets a
+# deadlock (with a schema change waiting on the table) is tried again.
+BUILD_TURN = 0x61757468_6f726978  # the advisory lock key of the build queue ("authorix")
+TURN_POLL = 0.1  # seconds between tries of the queue's lock
+BUILD_ATTEMPTS = 5
+RETRY_PAUSE = 0.2  # seconds, times the attempt number
+DEADLOCK = "40P01"
+
+
 class IndexBuilder:
     """Builds recorded indexes in background tasks on autocommit connections."""
 
@@ -274,9 +293,7 @@ class IndexBuilder:
                                         "WHERE pid = :pid"), {"pid": builder_pid})
             await conn.execute(text("SET statement_timeout = 0"))
             try:
-                await conn.execute(text(
-                    f'DROP INDEX CONCURRENTLY IF EXISTS "{schema_name(app_uid)}".'
-                    f'"{physical_name(table, name)}"'))
+                await conn.execute(_drop_statement(app_uid, table, name))
             finally:
                 await conn.execute(text("RESET statement_timeout"))
 
@@ -327,22 +344,31 @@ class IndexBuilder:
             return
         definition = TableDef.model_validate(doc)
         spec = IndexSpec.model_validate(row.spec)
-        drop = (f'DROP INDEX CONCURRENTLY IF EXISTS "{schema_name(app_uid)}".'
-                f'"{physical_name(table, name)}"')
         # Whatever goes wrong (even while reporting a failure) ends in a recorded state and
         # no builder pid: a pooled connection's pid would otherwise look like a live build.
         built, error = False, {"code": "INTERNAL", "details": {},
                                "message": "the index could not be built"}
         try:
             await conn.execute(text("SET statement_timeout = 0"))
+            await _take_turn(conn)
             try:
-                await conn.execute(text(drop))  # a half-built one left by an interrupted build
-                await conn.execute(text(create_statement(app_uid, definition, name, spec)))
-                built = True
-            except DBAPIError as exc:
-                await conn.execute(text(drop))
-                error = await _failure(conn, app_uid, definition, spec, exc)
+                for attempt in range(BUILD_ATTEMPTS):
+                    try:
+                        # a half-built one left by a past try
+                        await conn.execute(_drop_statement(app_uid, table, name))
+                        await conn.execute(text(create_statement(app_uid, definition, name,
+                                                                 spec)))
+                        built = True
+                        break
+                    except DBAPIError as exc:
+                        await conn.execute(_drop_statement(app_uid, table, name))
+                        if _sqlstate(exc) == DEADLOCK and attempt + 1 < BUILD_ATTEMPTS:
+                            await asyncio.sleep(RETRY_PAUSE * (attempt + 1))
+                            continue
+                        error = await _failure(conn, app_uid, definition, spec, exc)
+                        break
             finally:
+                await conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": BUILD_TURN})
                 await conn.execute(text("RESET statement_timeout"))
         finally:
             done = await conn.execute(update(t.table_indexes).where(
@@ -350,14 +376,32 @@ class IndexBuilder:
             ).values(state=READY if built else FAILED, error=None if built else error,
                      builder_pid=None))
         if not done.rowcount and built:
-            await conn.execute(text(drop))  # deleted (or replaced) while it was building
+            # deleted (or replaced) while it was building
+            await conn.execute(_drop_statement(app_uid, table, name))
+
+
+async def _take_turn(conn: AsyncConnection) -> None:
+    """Wait until no other build runs, on any replica: builds queue on one advisory lock.
+
+    `CREATE INDEX CONCURRENTLY` waits for every transaction older than its own snapshots,
+    and so does any other build's: two at once wait for each other, and PostgreSQL cancels
+    one ("deadlock detected"; 57 of 60 builds asked for within 3 s). The lock is tried, not
+    waited for: a statement waiting for it would hold a snapshot the running build waits
+    for, the same deadlock again."""
+    while not (await conn.execute(text("SELECT pg_try_advisory_lock(:key)"),
+                                  {"key": BUILD_TURN})).scalar_one():
+        await asyncio.sleep(TURN_POLL)
+
+
+def _sqlstate(exc: DBAPIError) -> str | None:
+    return getattr(exc.orig, "sqlstate", None) or getattr(
+        getattr(exc.orig, "__cause__", None), "sqlstate", None)
 
 
 async def _failure(conn: AsyncConnection, app_uid: uuid.UUID, definition: TableDef,
                    spec: IndexSpec, exc: DBAPIError) -> dict[str, Any]:
     """The error object a failed build records; duplicates under `unique` are listed."""
-    sqlstate = getattr(exc.orig, "sqlstate", None) or getattr(
-        getattr(exc.orig, "__cause__", None), "sqlstate", None)
+    sqlstate = _sqlstate(exc)
     if sqlstate == "23505":
         rows = await duplicate_rows(conn, app_uid, definition, spec.columns)
         return {"code": "CONFLICT", "message": "rows of one org share the index's values",
@@ -377,19 +421,19 @@ async def duplicate_rows(conn: AsyncConnection, app_uid: uuid.UUID, definition: 
     `values`, one SQL expression per column, compares what the columns will hold instead
     (a type change's converted values: "01" and "1" as integers)."""
     physical = [_column(definition, c)[0] for c in spec_columns]
-    exprs = values or [f'"{c}"' for c in physical]
-    target = f'"{schema_name(app_uid)}"."{definition.name}"'
+    exprs = values or [quoted(c) for c in physical]
+    target = quoted(schema_name(app_uid), definition.name)
     live = "deleted_at IS NULL AND " if definition.soft_delete else ""
-    not_null = " AND ".join(f'"{c}" IS NOT NULL' for c in physical)
+    not_null = " AND ".join(f"{quoted(c)} IS NOT NULL" for c in physical)
     # `_dup_v0`, `_dup_n`: no column can be named so (names start with a letter).
     named = ", ".join(f"{e} AS _dup_v{i}" for i, e in enumerate(exprs))
     cols = ", ".join(f"_dup_v{i}" for i in range(len(exprs)))
     query = (f"SELECT uid FROM (SELECT uid, org_uid, {cols}, count(*) OVER "
              f"(PARTITION BY org_uid, {cols}) AS _dup_n FROM (SELECT uid, org_uid, {named} "
              f"FROM {target} WHERE {live}{not_null}) v) d "
-             f"WHERE _dup_n > 1 ORDER BY org_uid, {cols}, uid LIMIT {MAX_LISTED_ROWS}")
+             f"WHERE _dup_n > 1 ORDER BY org_uid, {cols}, uid LIMIT :limit")
     column = ",".join(c.lstrip("-") for c in spec_columns)
-    uids = (await conn.execute(text(query))).scalars()
+    uids = (await conn.execute(text(query), {"limit": MAX_LISTED_ROWS})).scalars()
     return [{"uid": str(u), "column": column,
              "message": "another row of its org has the same value"} for u in uids]
 

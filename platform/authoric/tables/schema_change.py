@@ -16,7 +16,7 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import MetaData, Text, cast, select, text, update
+from sqlalchemy import MetaData, Text, TextClause, cast, select, update
 from sqlalchemy import column as sql_column
 from sqlalchemy import table as sql_table
 from sqlalchemy.dialects.postgresql import UUID
@@ -34,6 +34,7 @@ from authoric.catalog.schema import (
 from authoric.catalog.types import BadValue, column_type, parse_text
 from authoric.db import tables as t
 from authoric.db.changelog import convert_old_images, rename_in_old_images
+from authoric.db.sql import Sql, quoted, statement
 from authoric.errors import Conflict, ValidationFailed
 from authoric.tables.conversions import (
     CONVERSIONS,
@@ -45,9 +46,13 @@ from authoric.tables.conversions import (
 from authoric.tables.indexes import MAX_LISTED_ROWS, SEARCHABLE_TYPES, duplicate_rows
 
 
-def _q(name: str) -> str:
-    """A checked catalog identifier, quoted."""
-    return f'"{name}"'
+def _rename_column(table: tuple[str, str], old: str, new: str) -> TextClause:
+    return statement("ALTER TABLE {table} RENAME COLUMN {old} TO {new}",
+                     table=table, old=old, new=new)
+
+
+def _drop_constraint(table: Sql, name: str) -> TextClause:
+    return statement("ALTER TABLE {table} DROP CONSTRAINT {name}", table=table, name=name)
 
 
 # Renames -------------------------------------------------------------------------------------
@@ -104,16 +109,15 @@ async def rename_columns(conn: AsyncConnection, app_uid: uuid.UUID, definition: 
     thing that names them (roles, the change log's old images). Catalog-only in PostgreSQL:
     no row is rewritten."""
     schema, table = schema_name(app_uid), definition.name
-    target = f"{_q(schema)}.{_q(table)}"
+    target = (schema, table)
     references = frozenset(c.name for c in definition.columns
                            if column_type(c.type).is_reference)
     # Through temporary names, so that swapping two columns' names works.
     temporary = {old: f"_rename_{i}_{uuid.uuid4().hex[:8]}" for i, old in enumerate(renames)}
     for old, tmp in temporary.items():
-        await conn.execute(text(f"ALTER TABLE {target} RENAME COLUMN {_q(old)} TO {_q(tmp)}"))
+        await conn.execute(_rename_column(target, old, tmp))
     for old, new in renames.items():
-        await conn.execute(text(
-            f"ALTER TABLE {target} RENAME COLUMN {_q(temporary[old])} TO {_q(new)}"))
+        await conn.execute(_rename_column(target, temporary[old], new))
         await _rename_derived(conn, schema, definition, old, new)
     for column in definition.columns:
         if column.name in renames:
@@ -129,7 +133,7 @@ async def _rename_derived(conn: AsyncConnection, schema: str, definition: TableD
     """Constraint (and unique index) names derive from the column's name: keep them derived."""
     column = definition.column(old)
     assert column is not None
-    target = f"{_q(schema)}.{_q(definition.name)}"
+    target = (schema, definition.name)
     kinds = [("ck", column.options is not None), ("fk", column_type(column.type).is_reference),
              ("uq", column.unique)]
     for kind, present in kinds:
@@ -137,10 +141,11 @@ async def _rename_derived(conn: AsyncConnection, schema: str, definition: TableD
             continue
         before, after = (constraint_name(kind, definition.name, n) for n in (old, new))
         if kind == "uq" and definition.soft_delete:  # a partial unique index, not a constraint
-            await conn.execute(text(f"ALTER INDEX {_q(schema)}.{_q(before)} RENAME TO {_q(after)}"))
+            await conn.execute(statement("ALTER INDEX {index} RENAME TO {name}",
+                                         index=(schema, before), name=after))
         else:
-            await conn.execute(text(
-                f"ALTER TABLE {target} RENAME CONSTRAINT {_q(before)} TO {_q(after)}"))
+            await conn.execute(statement("ALTER TABLE {table} RENAME CONSTRAINT {old} TO {new}",
+                                         table=target, old=before, new=after))
 
 
 async def _rename_in_roles(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
@@ -235,15 +240,15 @@ async def failing_rows(conn: AsyncConnection, app_uid: uuid.UUID, definition: Ta
                        before: ColumnDef, after: ColumnDef) -> list[dict[str, Any]]:
     """The rows (at most 100) that cannot take the change, as `{"uid", "column", "message"}`.
     Values are judged by the conversion's own SQL (`conversions`), never by a second parser."""
-    target = f"{_q(schema_name(app_uid))}.{_q(definition.name)}"
-    col = _q(before.name)
+    target = quoted(schema_name(app_uid), definition.name)
+    col = quoted(before.name)
     live = " AND deleted_at IS NULL" if definition.soft_delete else ""
     shown = field_name(after)
     found: list[dict[str, Any]] = []
     if after.required and not before.required:
-        nulls = await conn.execute(text(
-            f"SELECT uid FROM {target} WHERE {col} IS NULL{live} ORDER BY uid "
-            f"LIMIT {MAX_LISTED_ROWS}"))
+        nulls = await conn.execute(statement(
+            "SELECT uid FROM {target} WHERE {col} IS NULL{live} ORDER BY uid LIMIT :limit",
+            target=target, col=col, live=Sql(live)), {"limit": MAX_LISTED_ROWS})
         found += [{"uid": str(u), "column": shown, "message": "required, but null"}
                   for u in nulls.scalars()]
     retyped = before.type != after.type
@@ -284,15 +289,16 @@ async def alter_column(conn: AsyncConnection, app_uid: uuid.UUID, definition: Ta
                        before: ColumnDef, after: ColumnDef) -> None:
     """The DDL of one checked alteration (`required` and `default` are the catalog's alone)."""
     schema = schema_name(app_uid)
-    target = f"{_q(schema)}.{_q(definition.name)}"
-    col = _q(before.name)
+    target = quoted(schema, definition.name)
+    col = quoted(before.name)
     check = constraint_name("ck", definition.name, before.name)
     if before.options is not None:
-        await conn.execute(text(f"ALTER TABLE {target} DROP CONSTRAINT {_q(check)}"))
+        await conn.execute(_drop_constraint(target, check))
     if before.type != after.type and column_type(before.type).pg_name != column_type(after.type).pg_name:
-        await conn.execute(text(
-            f"ALTER TABLE {target} ALTER COLUMN {col} TYPE {column_type(after.type).pg_name} "
-            f"USING {conversion_sql(col, before, after)}"))
+        await conn.execute(statement(
+            "ALTER TABLE {target} ALTER COLUMN {col} TYPE {pg_type} USING {converted}",
+            target=target, col=col, pg_type=Sql(column_type(after.type).pg_name),
+            converted=Sql(conversion_sql(col, before, after))))
     if after.options is not None:
         compiled = compile_table(app_uid, definition, MetaData())  # holds `after`'s CHECK
         constraint = next(c for c in compiled.table.constraints if c.name == check)
@@ -307,19 +313,20 @@ async def alter_column(conn: AsyncConnection, app_uid: uuid.UUID, definition: Ta
 
 async def _set_unique(conn: AsyncConnection, schema: str, definition: TableDef,
                       column: ColumnDef) -> None:
-    name = _q(constraint_name("uq", definition.name, column.name))
-    target = f"{_q(schema)}.{_q(definition.name)}"
-    col = _q(column.name)
+    name = constraint_name("uq", definition.name, column.name)
+    target = quoted(schema, definition.name)
     if column.unique and definition.soft_delete:
-        await conn.execute(text(f"CREATE UNIQUE INDEX {name} ON {target} (org_uid, {col}) "
-                                "WHERE deleted_at IS NULL"))
+        await conn.execute(statement(
+            "CREATE UNIQUE INDEX {name} ON {target} (org_uid, {col}) WHERE deleted_at IS NULL",
+            name=name, target=target, col=column.name))
     elif column.unique:
-        await conn.execute(text(f"ALTER TABLE {target} ADD CONSTRAINT {name} "
-                                f"UNIQUE (org_uid, {col})"))
+        await conn.execute(statement(
+            "ALTER TABLE {target} ADD CONSTRAINT {name} UNIQUE (org_uid, {col})",
+            target=target, name=name, col=column.name))
     elif definition.soft_delete:
-        await conn.execute(text(f"DROP INDEX {_q(schema)}.{name}"))
+        await conn.execute(statement("DROP INDEX {index}", index=(schema, name)))
     else:
-        await conn.execute(text(f"ALTER TABLE {target} DROP CONSTRAINT {name}"))
+        await conn.execute(_drop_constraint(target, name))
 
 
 def _image_value(stored: str, before: ColumnDef, after: ColumnDef) -> Any:

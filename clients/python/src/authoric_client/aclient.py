@@ -139,6 +139,21 @@ class AsyncTables(Protocol):
 S = TypeVar("S", default=AsyncTables)
 
 
+class AsyncOrgs:
+    """`client.orgs`: orgs the signed-in user creates (contract 3a, `orgCreation: "users"`)."""
+
+    def __init__(self, client: AsyncClient[Any]) -> None:
+        self._client = client
+
+    async def create(self, name: str) -> dict[str, Any]:
+        """An org owned by the user (the app's `orgOwnerRoles`), signed in to at once."""
+        answer = (await self._client.request("POST", f"/{self._client.app}/orgs",
+                                             json={"name": name})).json()
+        self._client.auth.use(answer["access_token"], answer["refresh_token"],
+                              float(answer["expires_in"]))
+        return answer["org"]
+
+
 class AsyncClient(Generic[S]):
     """The app `app` of the server at `url`.
 
@@ -155,8 +170,9 @@ class AsyncClient(Generic[S]):
         self._http = http or httpx.AsyncClient(base_url=url, timeout=timeout)
         self._backoff = backoff
         self._read_timeout = read_timeout
-        self.auth = Session(self._http, f"/{app}", clock, api_key)
+        self.auth = Session(self._http, f"/{app}", clock, api_key, self.request)
         self.org = AsyncOrg(self)  # the signed-in member's org (sections 3a, 3b)
+        self.orgs = AsyncOrgs(self)
         self._openapi: dict[str, Any] | None = None
 
     @property

@@ -9,7 +9,7 @@ then it uses the new one instead of refreshing again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,14 +32,18 @@ class Tokens:
         return now >= self.obtained_at + REFRESH_AT * self.expires_in
 
 
+Request = Callable[..., Awaitable[httpx.Response]]  # AsyncClient.request: bearer, refresh, retry
+
+
 class Session:
     """The token pair; or, with `api_key`, an API key sent instead (section 3b: nothing to
     refresh)."""
 
     def __init__(self, http: httpx.AsyncClient, app_path: str, clock: Callable[[], float],
-                 api_key: str | None = None) -> None:
+                 api_key: str | None = None, request: Request | None = None) -> None:
         self._http = http
         self.api_key = api_key
+        self._request = request
         self._auth = f"{app_path}/auth"
         self._clock = clock
         self._lock = asyncio.Lock()
@@ -69,6 +73,60 @@ class Session:
             tokens, self.tokens = self.tokens, None
             if tokens is not None:
                 await self._post("logout", {"refresh_token": tokens.refresh_token})
+
+    # Accounts (contract section 3) ----------------------------------------------------------
+
+    async def sign_up(self, email: str, password: str) -> dict[str, Any]:
+        """Create an account (the app's `signUp` must be "open"): `{"status":
+        "verification_sent"}` when the app requires verification (a mail is on its way), else
+        the account is signed in and its token pair returned."""
+        answer = await self._post("signup", {"email": email, "password": password})
+        if "access_token" in answer:
+            async with self._lock:
+                self._keep(answer)
+        return answer
+
+    async def verify_email(self, token: str) -> None:
+        """Redeem the token of a verify mail's link."""
+        await self._post("verify", {"token": token})
+
+    async def resend_verification(self, email: str) -> None:
+        await self._post("verify/resend", {"email": email})
+
+    async def request_password_reset(self, email: str) -> None:
+        """A reset mail to `email` if it has an account (the answer is the same either way)."""
+        await self._post("password/forgot", {"email": email})
+
+    async def reset_password(self, token: str, password: str) -> None:
+        """A new password, with the token of a reset mail's link; every session ends."""
+        await self._post("password/reset", {"token": token, "password": password})
+
+    async def change_password(self, current: str, password: str) -> None:
+        """The signed-in user's new password: their other sessions end, this one stays."""
+        await self._bearer("POST", "password", {"current": current, "password": password})
+
+    async def me(self) -> dict[str, Any]:
+        """The user, this session's org and roles, memberships and pending invitations."""
+        return (await self._bearer("GET", "me")).json()
+
+    async def sessions(self) -> list[dict[str, Any]]:
+        """The user's sessions, one per sign-in (`current` marks this one)."""
+        return (await self._bearer("GET", "sessions")).json()["items"]
+
+    async def end_session(self, session_id: str) -> None:
+        await self._bearer("DELETE", f"sessions/{session_id}")
+
+    async def switch_org(self, org: str) -> dict[str, Any]:
+        """Sign in to another org of the user's (a new session; the previous one stays)."""
+        pair = (await self._bearer("POST", "switch", {"org": org})).json()
+        async with self._lock:
+            return self._keep(pair)
+
+    async def _bearer(self, method: str, route: str,
+                      body: dict[str, Any] | None = None) -> httpx.Response:
+        assert self._request is not None, "account calls need the client's request"
+        kw: dict[str, Any] = {} if body is None else {"json": body}
+        return await self._request(method, f"{self._auth}/{route}", **kw)
 
     def use(self, access_token: str, refresh_token: str, expires_in: float) -> None:
         """Adopt a token pair obtained elsewhere (say, by a login page)."""

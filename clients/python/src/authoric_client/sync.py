@@ -78,9 +78,50 @@ class Auth:
     def use(self, access_token: str, refresh_token: str, expires_in: float) -> None:
         self._session.use(access_token, refresh_token, expires_in)
 
+    def sign_up(self, email: str, password: str) -> dict[str, Any]:
+        return self._loop.run(self._session.sign_up(email, password))
+
+    def verify_email(self, token: str) -> None:
+        self._loop.run(self._session.verify_email(token))
+
+    def resend_verification(self, email: str) -> None:
+        self._loop.run(self._session.resend_verification(email))
+
+    def request_password_reset(self, email: str) -> None:
+        self._loop.run(self._session.request_password_reset(email))
+
+    def reset_password(self, token: str, password: str) -> None:
+        self._loop.run(self._session.reset_password(token, password))
+
+    def change_password(self, current: str, password: str) -> None:
+        self._loop.run(self._session.change_password(current, password))
+
+    def me(self) -> dict[str, Any]:
+        return self._loop.run(self._session.me())
+
+    def sessions(self) -> list[dict[str, Any]]:
+        return self._loop.run(self._session.sessions())
+
+    def end_session(self, session_id: str) -> None:
+        self._loop.run(self._session.end_session(session_id))
+
+    def switch_org(self, org: str) -> dict[str, Any]:
+        return self._loop.run(self._session.switch_org(org))
+
     @property
     def refreshes(self) -> int:
         return self._session.refreshes
+
+
+class Orgs:
+    """`client.orgs`: orgs the signed-in user creates."""
+
+    def __init__(self, client: AsyncClient[Any], loop: _Loop) -> None:
+        self._orgs = client.orgs
+        self._loop = loop
+
+    def create(self, name: str) -> dict[str, Any]:
+        return self._loop.run(self._orgs.create(name))
 
 
 class Subscription(Generic[R]):
@@ -295,6 +336,7 @@ class Client(Generic[S]):
         self.url = url
         self.auth = Auth(self._async, self._loop)
         self.org = Org(self._async.org, self._loop)
+        self.orgs = Orgs(self._async, self._loop)
 
     @property
     def table(self) -> S:
