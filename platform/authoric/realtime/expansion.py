@@ -81,9 +81,10 @@ async def expand_for_operator(conn: AsyncConnection, snapshot: AppSnapshot,
     principal = Principal(snapshot.uid, None, uuid.UUID(int=0), None, (), acting_as_app=True)
     reader = governed_reader(
         lambda name, action: operator_access(snapshot, principal, name, action))
+    guard = Guard.for_catalog(snapshot.uid, snapshot.version)
 
     async def fetch(branches: list[Branch]) -> list[Sequence[Mapping[str, Any]]]:
-        return await _fetch_together(conn, branches)
+        return await _fetch_together(conn, guard, branches)
 
     await expand_all([Expansion(reader, table, rows, paths_tree(paths))], fetch)
 
