@@ -10,12 +10,17 @@ viewer's role redacts `amount` and hides drafts.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
+from sqlalchemy.engine import make_url
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
@@ -193,6 +198,60 @@ def test_replay_sends_again_from_a_position(shop: Shop) -> None:
     expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/replay", json={"from": "x"}), 422)
 
 
+def lease_held(database_url: str, uid: str, timeout: float = 30) -> None:
+    """Wait until a process holds the webhook's lease (the next claim after a replay)."""
+    url = make_url(database_url).set(drivername="postgresql").render_as_string(
+        hide_password=False)
+
+    async def held() -> bool:
+        conn = await asyncpg.connect(url)
+        try:
+            return bool(await conn.fetchval(
+                "SELECT lease_owner IS NOT NULL FROM authoric.webhooks WHERE uid = $1",
+                uuid.UUID(uid)))
+        finally:
+            await conn.close()
+
+    deadline = time.monotonic() + timeout
+    while not asyncio.run(held()):
+        assert time.monotonic() < deadline, "no process claimed the webhook again"
+        time.sleep(0.05)
+
+
+def test_a_replay_while_a_delivery_is_in_flight_is_not_skipped_by_that_delivery(
+        shop: Shop, database_url: str) -> None:
+    # The delivery of the second row is held until the operator has replayed from the first
+    # and the same process has claimed the webhook again: its success must not move the
+    # cursor from where the replay put it.
+    held, release = threading.Event(), threading.Event()
+    first: list[str] = []  # the receiver's lock is held while it answers: noted here
+
+    def hold_second(got: Any) -> tuple[int, dict[str, str]]:
+        first.append(got.id)
+        if got.json()["row"]["number"] == "N-1" and not held.is_set():
+            held.set()
+            release.wait(30)
+        return 200, {}
+
+    receiver = Receiver(answer=hold_second).start()
+    shop.receivers.append(receiver)
+    made = shop.hook(receiver)
+    try:
+        rows = [shop.insert(shop.north_clerk, f"N-{i}") for i in range(3)]
+        assert held.wait(30), "the second delivery never arrived"
+        expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/replay",
+                               json={"from": first[0]}), 200)
+        lease_held(database_url, made["uid"])
+    finally:
+        release.set()
+    got = receiver.wait_for(lambda g: len(g) == 3 and len(receiver.received()) >= 5,
+                            what="the replay from the first row")
+    assert [r.json()["row"]["uid"] for r in got] == [r["uid"] for r in rows]
+    # Sent once each, then again from the replayed position: nothing after it skipped.
+    ids = [r.id for r in receiver.received()]
+    assert ids[:2] == [got[0].id, got[1].id] and ids[2:5] == [r.id for r in got]
+
+
 def test_a_role_webhook_sees_exactly_what_a_members_stream_of_that_role_sees(shop: Shop) -> None:
     receiver = shop.receiver()
     made = shop.hook(receiver, role="viewer")
@@ -348,3 +407,38 @@ def test_operator_sends_a_test_delivery_that_moves_nothing(shop: Shop) -> None:
     assert shop.deliveries(made["uid"]) == []
     receiver.answer = lambda _: (410, {})
     assert expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/test"), 200)["status"] == 410
+
+
+def test_an_operator_webhook_expands_references_as_the_operator_reads_them(shop: Shop) -> None:
+    world = shop.world
+    world.table("countries", [{"name": "code", "type": "text", "required": True}])
+    world.table("vendors", [{"name": "name", "type": "text", "required": True},
+                            {"name": "iban", "type": "text"},
+                            {"name": "country", "type": "reference", "references": "countries"}])
+    world.table("bills", [{"name": "number", "type": "text", "required": True},
+                          {"name": "vendor", "type": "reference", "references": "vendors"}])
+    world.role("buyer", ["countries:*", "vendors:*", "bills:*"], redact={"vendors": ["iban"]})
+    buyer = world.caller(shop.south, ["buyer"])
+    operator_receiver, buyer_receiver = shop.receiver(), shop.receiver()
+    shop.hook(operator_receiver, tables=["bills"], expand=["vendor.country"])
+    shop.hook(buyer_receiver, tables=["bills"], role="buyer", expand=["vendor.country"])
+    country = expect(buyer.post(world.rows("countries"), json={"code": "NO"}), 201)
+    vendor = expect(buyer.post(world.rows("vendors"), json={
+        "name": "Fjord AS", "iban": "NO9386011117947", "country_uid": country["uid"]}), 201)
+    bill = expect(buyer.post(world.rows("bills"), json={"number": "B-1",
+                                                        "vendor_uid": vendor["uid"]}), 201)
+    orphan = expect(buyer.post(world.rows("bills"), json={"number": "B-2"}), 201)
+
+    operator_got = operator_receiver.wait_count(2)
+    first, second = (r.json() for r in operator_got)
+    assert first["row"]["uid"] == bill["uid"] and second["row"]["uid"] == orphan["uid"]
+    # The operator's view: the vendor unredacted, its country nested inside it.
+    expanded = first["row"]["expand"]["vendor"]
+    assert expanded["uid"] == vendor["uid"] and expanded["iban"] == "NO9386011117947"
+    assert expanded["expand"]["country"]["code"] == "NO"
+    assert first["row"]["vendor_uid"] == vendor["uid"]
+    assert second["row"]["expand"] == {"vendor": None}  # a null reference expands to null
+    # The same webhook as a role that redacts `iban` gets the vendor as that role reads it.
+    buyer_got = buyer_receiver.wait_count(2)
+    assert buyer_got[0].json()["row"]["expand"]["vendor"]["iban"] == "[redacted]"
+    assert buyer_got[0].json()["row"]["expand"]["vendor"]["expand"]["country"]["code"] == "NO"

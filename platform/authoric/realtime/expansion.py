@@ -12,6 +12,7 @@ So a batch costs one more statement per expanded table and level, never one per 
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
@@ -21,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
-from authoric.plan.access import admit
+from authoric.plan.access import admit, operator_access
 from authoric.plan.expand import (
     Admit,
     Branch,
@@ -68,6 +69,24 @@ async def expand_for_classes(conn: AsyncConnection, snapshot: AppSnapshot,
         return await _fetch_together(conn, guard, branches)
 
     await expand_all(expansions, fetch)
+
+
+async def expand_for_operator(conn: AsyncConnection, snapshot: AppSnapshot,
+                              table: CompiledTable, rows: list[dict[str, Any]],
+                              paths: ExpandPaths) -> None:
+    """Fill `expand` in the operator's rendered rows (in place): each referenced row read as
+    the operator reads it (every org, live rows, nothing redacted; section 2a)."""
+    if not paths or not rows:
+        return
+    principal = Principal(snapshot.uid, None, uuid.UUID(int=0), None, (), acting_as_app=True)
+    reader = governed_reader(
+        lambda name, action: operator_access(snapshot, principal, name, action))
+    guard = Guard.for_catalog(snapshot.uid, snapshot.version)
+
+    async def fetch(branches: list[Branch]) -> list[Sequence[Mapping[str, Any]]]:
+        return await _fetch_together(conn, guard, branches)
+
+    await expand_all([Expansion(reader, table, rows, paths_tree(paths))], fetch)
 
 
 def _reader(snapshot: AppSnapshot, principal: Principal) -> Admit:

@@ -16,7 +16,10 @@ from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.schema import CompiledTable
+from authoric.catalog.snapshot import AppSnapshot
 from authoric.db.changelog import BULK, DELETE, SCHEMA
+from authoric.plan.request import ExpandPaths
+from authoric.realtime.expansion import expand_for_operator
 from authoric.realtime.judge import Frame, frame
 from authoric.realtime.source import RESYNC_REASONS, Change
 
@@ -27,16 +30,21 @@ OperatorRender = Callable[[CompiledTable, Change, dict[str, Any] | None], bytes 
 
 async def judge_for_operator(conn: AsyncConnection, table: CompiledTable,
                              changes: Sequence[Change],
-                             render: OperatorRender | None = None) -> list[Frame]:
+                             render: OperatorRender | None = None,
+                             snapshot: AppSnapshot | None = None,
+                             expand: ExpandPaths = ()) -> list[Frame]:
     """The operator's frames for `changes` (one table, ascending positions); `render` makes
-    each event's bytes (default: the SSE frame; webhooks render their body)."""
-    rows = await _current_rows(conn, table, changes)
+    each event's bytes (default: the SSE frame; webhooks render their body). With `expand`
+    (and the `snapshot` the table is of), each row's references are read as the operator
+    reads them: one more statement per expanded table and level, never one per row."""
+    rows = {uid: {**table.row_json(row), "org": str(row["org_uid"])}
+            for uid, row in (await _current_rows(conn, table, changes)).items()}
+    if expand and snapshot is not None:
+        await expand_for_operator(conn, snapshot, table, list(rows.values()), expand)
     render = _event if render is None else render
     out: list[Frame] = []
     for change in changes:
-        row = rows.get(change.row_uid)
-        data = render(table, change, None if row is None else
-                      {**table.row_json(row), "org": str(row["org_uid"])})
+        data = render(table, change, rows.get(change.row_uid))
         if data is not None:
             out.append(Frame(change.pos, data, change.at))
     return out

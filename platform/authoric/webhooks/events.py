@@ -5,7 +5,8 @@ receive on its stream: each org is one read class of that role (no user attribut
 row policy over `$principal.uid` sees nothing), judged by `realtime.judge.judge_orgs` exactly
 as a stream's class is (row policy, redaction, both permissions and table operations, deletes
 judged as the row stood, `expand`). Without a role it receives the operator's view
-(`realtime.operator`, section 2a: every row, unredacted, with its `org`).
+(`realtime.operator`, section 2a: every row, unredacted, with its `org`), its `expand` read
+as the operator reads the referenced tables.
 
 Each event is rendered straight into its delivery body, once: the same bytes are signed and
 sent on every retry (a delivery's position never changes its body).
@@ -125,7 +126,8 @@ async def deliveries(conn: AsyncConnection, snapshot: AppSnapshot, audience: Aud
         if audience.role is None:
             frames = await judge_for_operator(
                 conn, table, own,
-                lambda t, c, row: _render(audience, t, c, row, True))
+                lambda t, c, row: _render(audience, t, c, row, True),
+                snapshot, audience.expand)
         else:
             frames = await _as_role(conn, snapshot, table, audience, own, judging)
         out += [Delivery(f.pos, f.data) for f in frames]

@@ -4,9 +4,11 @@ Leases: every `RENEW` seconds a process claims, in one statement, the active web
 lease is its own, free or expired (`LEASE` seconds after its holder last renewed it), so
 across replicas each webhook is delivered by one process at a time and a dead process's
 webhooks are taken over within `LEASE` + `RENEW` seconds. Every cursor move is fenced by the
-lease (`WHERE lease_owner = me`): a process that lost its lease while a delivery was in
-flight cannot move the cursor, stops, and its successor sends that position again with the
-same `webhook-id`.
+lease and by the cursor the pass started from (`WHERE lease_owner = me AND cursor = mine`): a
+process that lost its lease while a delivery was in flight, or whose webhook was replayed or
+delivered by another holder meanwhile (even if it has claimed the lease back since), cannot
+move the cursor, stops, and the next pass sends from the stored cursor, the same position
+again with the same `webhook-id`.
 
 Per webhook, one delivery in flight, in position order: read the change log after the cursor
 through the feed's `Source` (`entries`), judge the batch (`webhooks.events`), POST each
@@ -61,14 +63,18 @@ READ_LIMIT = 4096  # bytes of a response read at most
 LAST = 2**63 - 1
 W = t.webhooks
 # A success: the cursor moves to the position and the delivery is recorded, in one statement,
-# only while this process holds the lease (a replay takes the lease away, so a delivery in
-# flight meanwhile cannot move the cursor past where the replay put it). A `backfill_expired`
+# only while this process holds the lease AND the cursor is still where this pass left it
+# ($8). The owner alone is not a fence: a replay (or a takeover) frees the lease, and this
+# process's next claim, a second later, takes it back while the old pass is still in flight;
+# that pass would then move the cursor from where the replay (or the other holder) put it to
+# its own position, skipping the replayed positions. A cursor moved by anyone else ends the
+# pass (`_Lost`), and the next one starts from the cursor as stored. A `backfill_expired`
 # resync ($7) clears `resync_first`.
 DELIVERED = """
 WITH moved AS (
     UPDATE authoric.webhooks SET cursor = $3, attempt = 0, failing_since = NULL,
         next_attempt_at = NULL, resync_first = resync_first AND NOT $7
-    WHERE uid = $1 AND lease_owner = $2 RETURNING uid
+    WHERE uid = $1 AND lease_owner = $2 AND cursor = $8 RETURNING uid
 )
 INSERT INTO authoric.webhook_deliveries (webhook_uid, position, attempt, status, duration_ms)
 SELECT uid, $3, $4, $5, $6 FROM moved RETURNING id
@@ -256,7 +262,8 @@ class Deliverer:
         async with self.engine.begin() as conn:
             moved = await conn.execute(update(W).where(W.c.uid == row["uid"],
                                                        W.c.lease_owner == self.owner,
-                                                       W.c.cursor < pos).values(cursor=pos))
+                                                       W.c.cursor == row["cursor"])
+                                       .values(cursor=pos))
             if moved.rowcount == 0:
                 raise _Lost
 
@@ -266,15 +273,16 @@ class Deliverer:
         ok = status is not None and 200 <= status < 300
         attempt = row["attempt"] + 1
         if ok:
-            await self._delivered(row["uid"], delivery.pos, attempt, status, ms, resync)
+            await self._delivered(row["uid"], row["cursor"], delivery.pos, attempt, status, ms,
+                                  resync)
         else:
             await self._record_failure(row, app, delivery.pos, attempt, status, error, ms)
         if self.metrics is not None:
             self.metrics.webhook_delivered(str(row["uid"]), ok)
         return ok
 
-    async def _delivered(self, uid: uuid.UUID, pos: int, attempt: int, status: int | None,
-                         ms: float, resync: bool) -> None:
+    async def _delivered(self, uid: uuid.UUID, cursor: int, pos: int, attempt: int,
+                         status: int | None, ms: float, resync: bool) -> None:
         """The delivery recorded and the cursor moved to it: one statement, so one round trip
         and one transaction, fenced by the lease (asyncpg straight: the path every delivery
         takes)."""
@@ -282,7 +290,7 @@ class Deliverer:
             raw = (await conn.get_raw_connection()).driver_connection
             assert raw is not None
             recorded = await raw.fetchval(DELIVERED, uid, self.owner, pos, attempt, status, ms,
-                                          resync)
+                                          resync, cursor)
         if recorded is None:
             raise _Lost  # nothing written: the successor sends it again
 
@@ -290,7 +298,8 @@ class Deliverer:
                               status: int | None, error: str | None, ms: float) -> None:
         async with self.engine.begin() as conn:
             moved = await conn.execute(update(W).where(W.c.uid == row["uid"],
-                                                       W.c.lease_owner == self.owner)
+                                                       W.c.lease_owner == self.owner,
+                                                       W.c.cursor == row["cursor"])
                                        .values(**self._failed(row, app, attempt)))
             if moved.rowcount == 0:
                 raise _Lost  # rolls back: the successor records its own attempt
