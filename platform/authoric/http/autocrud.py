@@ -118,8 +118,8 @@ async def import_rows(request: Request, app: str, table: str) -> Response:
         admitted(caller, parsed)
     spool = await csv_import.spool_body(request.stream())
     try:
-        async with svc.member_transaction(header, app) as caller, \
-                csv_import.time_budget(svc.settings.import_time_budget):
-            return answer(await execute(caller, parsed, spool), 201)
+        async with csv_import.time_budget(svc.settings.import_time_budget):
+            return answer(await svc.transacted(
+                header, app, lambda caller: execute(caller, parsed, spool)), 201)
     finally:
         spool.close()

@@ -9,9 +9,9 @@ admin edge (`http.admin_audit`) is told to leave them alone.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -24,8 +24,9 @@ from authoric.console.rows import AdminTable
 from authoric.http.admin import require_admin
 from authoric.http.admin_audit import audited_by_route
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of, csv_body, row_body
-from authoric.http.context import services
+from authoric.http.context import PLAN_ATTEMPTS, services
 from authoric.http.edge import RESERVED_PARAMS, table_request
+from authoric.plan.guard import StaleFacts
 from authoric.plan.request import Operation, TableRequest
 from authoric.records import csv_import
 from authoric.records.pipeline import admitted
@@ -40,6 +41,7 @@ ROWS = "/tables/{table}/rows"
 # A row uid in the path must parse as one, so `.../rows/subscribe` stays the feed's.
 ROW = ROWS + "/{uid:uuid}"
 ADMIN_LIST_PARAMS = RESERVED_PARAMS | {"org"}
+T = TypeVar("T")
 
 
 @asynccontextmanager
@@ -53,6 +55,22 @@ async def admin_table(request: Request, app: str,
         yield conn, AdminTable(snapshot, snapshot.table(table))
 
 
+async def on_admin_table(request: Request, app: str, table: str,
+                         work: Callable[[AsyncConnection, AdminTable], Awaitable[T]]) -> T:
+    """`work` in `admin_table`'s transaction, planned again in a new one when the catalog
+    moved under it (a rename committed after the version was read: the transaction's guard
+    failed and it rolled back, records.pipeline `confirmed`)."""
+    for _ in range(PLAN_ATTEMPTS - 1):
+        try:
+            async with admin_table(request, app, table) as (conn, target):
+                return await work(conn, target)
+        except StaleFacts as stale:
+            if stale.facts is None:
+                raise
+    async with admin_table(request, app, table) as (conn, target):
+        return await work(conn, target)
+
+
 def row_request(request: Request, operation: Operation, app: str, table: str,
                 uid: uuid.UUID | None = None, raw: bytes | None = None) -> TableRequest:
     """The route's `TableRequest`, parsed once by the REST edge's parser (`?org=` aside)."""
@@ -63,16 +81,17 @@ def row_request(request: Request, operation: Operation, app: str, table: str,
 @router.get(ROWS)
 async def list_rows(request: Request, app: str, table: str) -> dict[str, Any]:
     parsed = row_request(request, "list", app, table)
-    async with admin_table(request, app, table) as (conn, target):
-        return await rows.list_rows(conn, target, request.query_params.get("org"), parsed)
+    org = request.query_params.get("org")
+    return await on_admin_table(request, app, table, lambda conn, target: rows.list_rows(
+        conn, target, org, parsed))
 
 
 @router.post(ROWS, status_code=201, openapi_extra=row_body(
     "the new row's org and values; omitted columns take their default", in_org=True))
 async def create_row(request: Request, app: str, table: str) -> dict[str, Any]:
     parsed = row_request(request, "create", app, table, raw=await request.body())
-    async with admin_table(request, app, table) as (conn, target):
-        return await rows.create_row(conn, target, parsed)
+    return await on_admin_table(request, app, table, lambda conn, target: rows.create_row(
+        conn, target, parsed))
 
 
 @router.post(ROWS + "/import", status_code=201,
@@ -85,34 +104,37 @@ async def import_rows(request: Request, app: str, table: str) -> dict[str, Any]:
         admitted(rows.operator(conn, target, await rows.import_org(conn, target.app_uid, org)),
                  parsed)
     spool = await csv_import.spool_body(request.stream())
+    budget = request.app.state.services.settings.import_time_budget
+
+    async def imported(conn: AsyncConnection, target: AdminTable) -> dict[str, Any]:
+        caller = rows.operator(conn, target, await rows.import_org(conn, target.app_uid, org))
+        return {"inserted": await rows.import_rows(caller, target, parsed, spool)}
+
     try:
-        budget = request.app.state.services.settings.import_time_budget
-        async with admin_table(request, app, table) as (conn, target), \
-                csv_import.time_budget(budget):
-            caller = rows.operator(conn, target, await rows.import_org(conn, target.app_uid, org))
-            return {"inserted": await rows.import_rows(caller, target, parsed, spool)}
+        async with csv_import.time_budget(budget):
+            return await on_admin_table(request, app, table, imported)
     finally:
         spool.close()
 
 
 @router.get(ROW)
 async def read_row(request: Request, app: str, table: str, uid: uuid.UUID) -> dict[str, Any]:
-    async with admin_table(request, app, table) as (conn, target):
-        return await rows.read_row(conn, target, uid)
+    return await on_admin_table(request, app, table, lambda conn, target: rows.read_row(
+        conn, target, uid))
 
 
 @router.patch(ROW, openapi_extra=row_body("the columns to change, with their new values"))
 async def update_row(request: Request, app: str, table: str, uid: uuid.UUID) -> dict[str, Any]:
     parsed = row_request(request, "update", app, table, uid, await request.body())
-    async with admin_table(request, app, table) as (conn, target):
-        return await rows.update_row(conn, target, parsed)
+    return await on_admin_table(request, app, table, lambda conn, target: rows.update_row(
+        conn, target, parsed))
 
 
 @router.delete(ROW, status_code=204)
 async def delete_row(request: Request, app: str, table: str, uid: uuid.UUID) -> Response:
     parsed = row_request(request, "delete", app, table, uid)
-    async with admin_table(request, app, table) as (conn, target):
-        await rows.delete_row(conn, target, parsed)
+    await on_admin_table(request, app, table, lambda conn, target: rows.delete_row(
+        conn, target, parsed))
     return Response(status_code=204)
 
 

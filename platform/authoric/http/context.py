@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 from fastapi import Request
@@ -53,6 +53,7 @@ from authoric.tables.indexes import IndexBuilder
 # a burst of a thousand sign-ins would otherwise all hold pooled connections while the CPU
 # works through them, and time out waiting for one (bench.signin_burst).
 PASSWORD_SLOTS = 4
+T = TypeVar("T")
 PLAN_ATTEMPTS = 4  # plans per request before giving up on an app whose facts keep moving
 COUNT_FLAG = "AUTHORIC_TEST_COUNT_ROUND_TRIPS"  # tests only: X-Authoric-Round-Trips header
 
@@ -218,6 +219,21 @@ class Services:
                     raise
         raise ServiceUnavailable("the app kept changing during this request; retry it",
                                  headers={"Retry-After": "1"})
+
+    async def transacted(self, header: str | None, app_ref: str,
+                         work: Callable[[InTransaction], Awaitable[T]]) -> T:
+        """`work` as the token's member in `member_transaction`, planned again in a new one
+        when the catalog or the member's facts moved under it (its guard failed before it
+        ended, records.pipeline `confirmed`, and it rolled back)."""
+        for _ in range(PLAN_ATTEMPTS - 1):
+            try:
+                async with self.member_transaction(header, app_ref) as caller:
+                    return await work(caller)
+            except StaleFacts as stale:
+                if stale.facts is None:
+                    raise
+        async with self.member_transaction(header, app_ref) as caller:
+            return await work(caller)
 
     @asynccontextmanager
     async def member_transaction(self, header: str | None,

@@ -110,6 +110,15 @@ class Guard:
                 "B_version": e.version, "B_app_name": e.app_name,
                 "B_roles": list(e.roles or ()), "B_email": e.email}
 
+    def confirmation(self) -> Any:
+        """The facts alone, as a guarded result's "no row" row (`check` reads it): run last in
+        a transaction planned for `expected`, it tells whether every statement before it ran
+        at that catalog version (versions only grow, and a table the transaction touched
+        stays locked against a rename until it ends)."""
+        facts = self.cte()
+        return select(*(facts.c[c] for c in FACT_COLUMNS),
+                      null().label("uid")).select_from(facts)
+
     def check(self, rows: Sequence[Any]) -> list[Any]:
         """The governed rows of a guarded result; StaleFacts when the guard did not hold."""
         if not rows:

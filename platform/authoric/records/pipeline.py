@@ -19,6 +19,11 @@ are two kinds:
   run as one guarded statement when the caller has one (`at_once`);
 - a write that must check references first, or a delete on a soft-delete table, bulk writes,
   imports and exports open the caller's transaction (`Caller.transaction`);
+- a transaction's statements were planned for the catalog version its facts were read at, so
+  before it ends it confirms that version (`confirmed`, the same guard the one statement
+  carries): a rename or swap that committed in between, before a statement took its table's
+  lock, fails the guard (StaleFacts), the transaction rolls back and the caller plans again;
+  a write never lands in a column that moved, nor answers with it;
 - an update or delete whose one statement changed nothing (no such row, a row the policy does
   not let this writer change, or a change that would leave the policy) runs again in a
   transaction, which answers 404 or 403 exactly and rolls back.
@@ -47,6 +52,7 @@ from authoric.records.csv_fast import Spool
 from authoric.records.values import bulk_set_values, column_values
 
 Strategy = Literal["statement", "transaction"]
+FRESH_ATTEMPTS = 4  # transactions per `Fresh` request before giving up on a moving catalog
 
 
 class Caller(Protocol):
@@ -127,12 +133,36 @@ async def execute(caller: Caller | Fresh, request: TableRequest,
     None for a delete, a count, or the CSV bytes of an export. `chunks` is an import's body."""
     try:
         if isinstance(caller, Fresh):
-            async with caller.transaction() as tx:
-                return await _answer(tx, request, chunks)
+            return await _fresh(caller, request, chunks)
         return await _answer(caller, request, chunks)
     except UnexplainedConflict as pending:  # the transaction rolled back: ask on a fresh one
         async with caller.transaction() as tx:
             await explain_after_rollback(tx.ex, pending)
+
+
+async def _fresh(caller: Fresh, request: TableRequest,
+                 chunks: AsyncIterator[bytes] | Spool | None) -> Any:
+    """`request` in a transaction of its own, planned again (in a new one) when the catalog
+    moved under the first (`confirmed` failed, and the transaction rolled back)."""
+    for _ in range(FRESH_ATTEMPTS - 1):
+        try:
+            async with caller.transaction() as tx:
+                return await _answer(tx, request, chunks)
+        except StaleFacts as stale:
+            if stale.facts is None:
+                raise  # the app is gone: the next transaction's facts say so exactly
+            if chunks is not None and not isinstance(chunks, Spool):
+                raise  # a streamed body is spent (a spool is read from its start again)
+    async with caller.transaction() as tx:
+        return await _answer(tx, request, chunks)
+
+
+async def confirmed(tx: InTransaction) -> None:
+    """StaleFacts unless the transaction's facts (its catalog version, and for a member its
+    roles) still hold: every statement it ran was then run at the version it was planned
+    for. Run before the transaction ends (plan.guard `Guard.confirmation`)."""
+    guard = tx.guard or Guard.for_catalog(tx.snapshot.uid, tx.snapshot.version)
+    guard.check(await tx.ex.fetch(guard.confirmation()))
 
 
 async def _answer(caller: Caller, request: TableRequest,
@@ -179,6 +209,7 @@ async def _run(caller: Caller, access: Access, request: TableRequest,
     async with caller.transaction() as tx:
         current = tx.admit(request.table, request.action) if tx is not caller else access
         answer = (await unit.run(Step(tx.ex, current, request, tx, chunks)))[1]
+        await confirmed(tx)
     return answer if unit.after is None else await unit.after(answer)
 
 
