@@ -125,3 +125,19 @@ def test_a_statement_prepared_before_a_retype_is_told_from_other_failures() -> N
     assert prepared_on_old_tables(wrapped)
     assert not prepared_on_old_tables(DBAPIError("SELECT 1", None, Exception("other")))
     assert not prepared_on_old_tables(asyncpg.exceptions.UndefinedColumnError("no column"))
+
+
+def test_a_transaction_s_confirmation_reads_the_facts_alone_as_the_row_that_stands_for_no_row(
+) -> None:
+    g = guard()
+    sql = str(g.confirmation().compile(dialect=postgresql.dialect()))
+    assert "WITH auth_facts AS" in sql
+    for column in FACT_COLUMNS:
+        assert column in sql
+    assert re.search(r"NULL AS uid", sql)
+    # What it returns is read by `check`: the facts that held pass, moved ones plan again.
+    assert g.check([no_row(EXPECTED)]) == []
+    moved = Facts(EXPECTED.version + 1, EXPECTED.app_name, EXPECTED.roles, EXPECTED.email)
+    with pytest.raises(StaleFacts) as raised:
+        guard().check([no_row(moved)])
+    assert raised.value.facts == moved
