@@ -194,6 +194,8 @@ async def _answer(caller: Caller, request: TableRequest,
         assert isinstance(ex, ConnectionExecutor), "an estimate is asked on a connection"
         result["total"] = await reads.estimate_rows(ex.conn, access, request.filter.get())
         result["estimated"] = True
+    if isinstance(caller, InTransaction):  # its expansions and count ran in it as well
+        await confirmed(caller)
     return result
 
 
@@ -209,7 +211,8 @@ async def _run(caller: Caller, access: Access, request: TableRequest,
     async with caller.transaction() as tx:
         current = tx.admit(request.table, request.action) if tx is not caller else access
         answer = (await unit.run(Step(tx.ex, current, request, tx, chunks)))[1]
-        await confirmed(tx)
+        if tx is not caller:  # a caller that is its transaction confirms once, at the end
+            await confirmed(tx)
     return answer if unit.after is None else await unit.after(answer)
 
 
