@@ -89,7 +89,7 @@ class Receiver:
             seen.setdefault(got.id, got)
         return list(seen.values())
 
-    def wait_for(self, check: Callable[[list[Received]], bool], timeout: float = 30.0,
+    def wait_for(self, check: Callable[[list[Received]], bool], timeout: float = 90.0,
                  what: str = "deliveries") -> list[Received]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -99,5 +99,5 @@ class Receiver:
             time.sleep(0.05)
         raise AssertionError(f"timed out waiting for {what}: {[g.json() for g in self.first_seen()]}")
 
-    def wait_count(self, n: int, timeout: float = 30.0) -> list[Received]:
+    def wait_count(self, n: int, timeout: float = 90.0) -> list[Received]:
         return self.wait_for(lambda got: len(got) >= n, timeout, f"{n} deliveries")

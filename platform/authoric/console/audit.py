@@ -11,13 +11,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
 from authoric.errors import BadRequest
-from authoric.plan.listing import parse_id_cursor, parse_limit
+from authoric.plan.listing import newest_first, parse_id_cursor, parse_limit
 
 DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
 # A key whose name ends so holds a secret (or a hash of one): `password`, `refresh_token`,
@@ -63,13 +62,7 @@ async def list_entries(conn: AsyncConnection, app_uid: uuid.UUID, limit: str | N
         if actor not in ACTOR_KINDS:
             raise BadRequest("actor is operator, member or key", {"actor": actor[:100]})
         where.append(log.c.actor["kind"].astext == actor)
-    if before is not None:
-        where.append(log.c.id < before)
-    rows = (await conn.execute(select(log).where(and_(*where)).order_by(log.c.id.desc())
-                               .limit(size + 1))).mappings().all()
-    page = rows[:size]
-    return {"items": [_entry(r) for r in page],
-            "next": str(page[-1]["id"]) if len(rows) > size else None}
+    return await newest_first(conn, log, where, size, before, _entry)
 
 
 def _entry(row: Any) -> dict[str, Any]:

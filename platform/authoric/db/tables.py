@@ -93,6 +93,13 @@ orgs = Table(
     UniqueConstraint("app_uid", "name"),
 )
 
+
+def _org_uid() -> Column[object]:
+    """The org a row belongs to; deleting the org deletes the row."""
+    return Column("org_uid", UUID(as_uuid=True), ForeignKey(orgs.c.uid, ondelete="CASCADE"),
+                  nullable=False)
+
+
 users = Table(
     "users", metadata,
     Column("uid", UUID(as_uuid=True), primary_key=True),
@@ -108,8 +115,7 @@ users = Table(
 members = Table(
     "members", metadata,
     _app_uid(),
-    Column("org_uid", UUID(as_uuid=True), ForeignKey(orgs.c.uid, ondelete="CASCADE"),
-           nullable=False),
+    _org_uid(),
     Column("user_uid", UUID(as_uuid=True), ForeignKey(users.c.uid, ondelete="CASCADE"),
            nullable=False),
     Column("roles", ARRAY(Text), nullable=False),
@@ -270,8 +276,7 @@ api_keys = Table(
     "api_keys", metadata,
     Column("uid", UUID(as_uuid=True), primary_key=True),
     _app_uid(),
-    Column("org_uid", UUID(as_uuid=True), ForeignKey(orgs.c.uid, ondelete="CASCADE"),
-           nullable=False),
+    _org_uid(),
     Column("name", Text, nullable=False),
     Column("roles", ARRAY(Text), nullable=False),
     Column("key_hash", LargeBinary, nullable=False, unique=True),
@@ -288,8 +293,7 @@ invitations = Table(
     "invitations", metadata,
     Column("uid", UUID(as_uuid=True), primary_key=True),
     _app_uid(),
-    Column("org_uid", UUID(as_uuid=True), ForeignKey(orgs.c.uid, ondelete="CASCADE"),
-           nullable=False),
+    _org_uid(),
     Column("email", Text, nullable=False),
     Column("roles", ARRAY(Text), nullable=False),
     Column("invited_by", UUID(as_uuid=True)),

@@ -9,7 +9,7 @@ its audit entry, naming the member as its actor, commits with it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -56,6 +56,26 @@ async def _record(conn: AsyncConnection, who: Acting, action: str, target: str,
     await audit.record(conn, who.app_uid, action, target, details, who.actor)
 
 
+Lists = Callable[[AsyncConnection, Acting], Awaitable[list[dict[str, Any]]]]
+Revokes = Callable[[AsyncConnection, Acting, str], Awaitable[dict[str, Any]]]
+
+
+async def _listed(request: Request, app: str, lists: Lists) -> dict[str, Any]:
+    """The org's keys or invitations, as the calling member may read them."""
+    async with as_member(request, app) as (conn, who):
+        return {"items": await lists(conn, who)}
+
+
+async def _revoked(request: Request, app: str, revokes: Revokes, kind: str,
+                   ref: str) -> Response:
+    """Revoke one of the org's keys or invitations as the calling member, and log it
+    (`{kind}.delete` on `orgs/{org}/{kind}s/{ref}`) in the same transaction."""
+    async with as_member(request, app, writes=True) as (conn, who):
+        revoked = await revokes(conn, who, ref)
+        await _record(conn, who, f"{kind}.delete", f"orgs/{who.org_uid}/{kind}s/{ref}", revoked)
+    return Response(status_code=204)
+
+
 @router.get("/{app}/org/members")
 async def list_members(request: Request, app: str, limit: str | None = None,
                        after: str | None = None) -> dict[str, Any]:
@@ -91,16 +111,12 @@ async def create_key(request: Request, app: str, body: NewKeyBody) -> dict[str, 
 
 @router.get("/{app}/org/keys")
 async def list_keys(request: Request, app: str) -> dict[str, Any]:
-    async with as_member(request, app) as (conn, who):
-        return {"items": await keys.member_lists_keys(conn, who)}
+    return await _listed(request, app, keys.member_lists_keys)
 
 
 @router.delete("/{app}/org/keys/{key}", status_code=204)
 async def delete_key(request: Request, app: str, key: str) -> Response:
-    async with as_member(request, app, writes=True) as (conn, who):
-        revoked = await keys.member_revokes_key(conn, who, key)
-        await _record(conn, who, "key.delete", f"orgs/{who.org_uid}/keys/{key}", revoked)
-    return Response(status_code=204)
+    return await _revoked(request, app, keys.member_revokes_key, "key", key)
 
 
 @router.post("/{app}/org/invitations", status_code=201, dependencies=[Depends(signed_bearer)])
@@ -127,17 +143,12 @@ async def send_invitation(request: Request, conn: AsyncConnection, app_uid: Any,
 
 @router.get("/{app}/org/invitations")
 async def list_invitations(request: Request, app: str) -> dict[str, Any]:
-    async with as_member(request, app) as (conn, who):
-        return {"items": await invitations.member_lists(conn, who)}
+    return await _listed(request, app, invitations.member_lists)
 
 
 @router.delete("/{app}/org/invitations/{invitation}", status_code=204)
 async def delete_invitation(request: Request, app: str, invitation: str) -> Response:
-    async with as_member(request, app, writes=True) as (conn, who):
-        revoked = await invitations.member_revokes(conn, who, invitation)
-        await _record(conn, who, "invitation.delete",
-                      f"orgs/{who.org_uid}/invitations/{invitation}", revoked)
-    return Response(status_code=204)
+    return await _revoked(request, app, invitations.member_revokes, "invitation", invitation)
 
 
 @router.post("/{app}/auth/invitations/accept")

@@ -13,12 +13,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
-from authoric.plan.listing import parse_id_cursor, parse_limit
+from authoric.plan.listing import newest_first, parse_id_cursor, parse_limit
 
 PENDING, SENT, FAILED, MAILBOX = "pending", "sent", "failed", "mailbox"
 DEFAULT_LIMIT, MAX_LIMIT = 50, 500
@@ -50,15 +49,8 @@ async def list_mailbox(conn: AsyncConnection, app_uid: uuid.UUID, limit: str | N
                        after: str | None) -> dict[str, Any]:
     """A page of the app's mail, newest first, and the cursor of the next page."""
     size, before = parse_limit(limit, DEFAULT_LIMIT, MAX_LIMIT), parse_id_cursor(after)
-    box = t.mail_outbox
-    where = [box.c.app_uid == app_uid]
-    if before is not None:
-        where.append(box.c.id < before)
-    rows = (await conn.execute(select(box).where(and_(*where)).order_by(box.c.id.desc())
-                               .limit(size + 1))).mappings().all()
-    page = rows[:size]
-    return {"items": [_item(r) for r in page],
-            "next": str(page[-1]["id"]) if len(rows) > size else None}
+    return await newest_first(conn, t.mail_outbox, [t.mail_outbox.c.app_uid == app_uid],
+                              size, before, _item)
 
 
 def _item(row: Any) -> dict[str, Any]:

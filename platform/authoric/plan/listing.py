@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, or_
+from sqlalchemy import Table, and_, or_, select
+from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from authoric.catalog.types import BadValue, parse_json, parse_text, render
@@ -52,6 +54,22 @@ def parse_id_cursor(raw: str | None) -> int | None:
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
         raise BadRequest("bad cursor", {"after": raw})
     return int(raw)
+
+
+async def newest_first(conn: AsyncConnection, table: Table, where: list[ColumnElement[bool]],
+                       size: int, before: int | None,
+                       shape: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """A page of `table`'s rows matching `where`, newest (highest bigint `id`) first, each
+    shaped by `shape`, and the cursor of the next page (None on the last): the admin lists
+    ordered by id (audit log, mailbox, webhook deliveries). `size` and `before` come from
+    parse_limit() and parse_id_cursor(); one row more than the page says whether one follows."""
+    if before is not None:
+        where = [*where, table.c.id < before]
+    rows = (await conn.execute(select(table).where(and_(*where)).order_by(table.c.id.desc())
+                               .limit(size + 1))).mappings().all()
+    page = rows[:size]
+    return {"items": [shape(r) for r in page],
+            "next": str(page[-1]["id"]) if len(rows) > size else None}
 
 
 def parse_order(raw: str | None, fields: dict[str, FieldRef], hidden: frozenset[str]) -> Ordering:

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
@@ -20,7 +20,7 @@ from authoric.catalog.types import rfc3339
 from authoric.changes import reader
 from authoric.db import tables as t
 from authoric.errors import BadRequest, NotFound, ValidationFailed
-from authoric.plan.listing import parse_id_cursor, parse_limit
+from authoric.plan.listing import newest_first, parse_id_cursor, parse_limit
 from authoric.plan.request import parse_expand
 from authoric.webhooks.model import NewWebhook, Replay, WebhookChange
 from authoric.webhooks.signing import new_secret
@@ -203,13 +203,10 @@ async def list_deliveries(conn: AsyncConnection, app_ref: str, ref: str, limit: 
     row = await _webhook(conn, app["uid"], ref)
     size, before = parse_limit(limit, DEFAULT_LIMIT, MAX_LIMIT), parse_id_cursor(after)
     d = t.webhook_deliveries
-    where = [d.c.webhook_uid == row["uid"]]
-    if before is not None:
-        where.append(d.c.id < before)
-    rows = (await conn.execute(select(d).where(and_(*where)).order_by(d.c.id.desc())
-                               .limit(size + 1))).mappings().all()
-    page = rows[:size]
-    return {"items": [{"position": str(r["position"]), "attempt": r["attempt"],
-                       "at": rfc3339(r["at"]), "status": r["status"], "error": r["error"],
-                       "durationMs": round(r["duration_ms"], 3)} for r in page],
-            "next": str(page[-1]["id"]) if len(rows) > size else None}
+    return await newest_first(conn, d, [d.c.webhook_uid == row["uid"]], size, before, _delivery)
+
+
+def _delivery(r: Any) -> dict[str, Any]:
+    return {"position": str(r["position"]), "attempt": r["attempt"], "at": rfc3339(r["at"]),
+            "status": r["status"], "error": r["error"],
+            "durationMs": round(r["duration_ms"], 3)}
