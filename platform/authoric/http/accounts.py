@@ -24,7 +24,7 @@ from authoric.accounts.orgs import create_member_org
 from authoric.auth.ratelimit import MAIL
 from authoric.catalog.apps import find_app
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
-from authoric.http.context import Services, services, signed_bearer
+from authoric.http.context import Services, services
 from authoric.http.sessions import throttle
 from authoric.mail.postbox import Postbox
 
@@ -38,6 +38,16 @@ PasswordChangeBody = Annotated[PasswordChange, Depends(body_of(PasswordChange))]
 SwitchOrgBody = Annotated[SwitchOrg, Depends(body_of(SwitchOrg))]
 NewMemberOrgBody = Annotated[NewMemberOrg, Depends(body_of(NewMemberOrg))]
 ACCEPTED = {"status": "accepted"}
+
+
+async def signed_bearer(request: Request, app: str) -> None:
+    """Authenticates the bearer (401 for a missing, bad, revoked or other app's token) in a
+    short transaction of its own: a route dependency listed before the body's, so that such a
+    caller gets 401 whatever the body holds (contract section 1: authenticate first). The route
+    then resolves its caller again, in its own transaction."""
+    svc = services(request)
+    async with svc.tx() as conn:
+        await account_caller(conn, svc.tokens, request.headers.get("authorization"), app)
 
 
 def postbox(request: Request) -> Postbox:

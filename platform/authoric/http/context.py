@@ -295,10 +295,3 @@ def _count_engine_round_trips(engine: AsyncEngine) -> None:
 def services(request: Request) -> Services:
     svc: Services = request.app.state.services
     return svc
-
-
-async def signed_bearer(request: Request) -> Claims:
-    """The bearer's access token, its signature and claims checked (no database): a route
-    dependency listed before the body's, so that missing or bad credentials answer 401 whatever
-    the body holds (contract section 1's order: authenticate first)."""
-    return services(request).tokens.access(bearer(request.headers.get("authorization")))

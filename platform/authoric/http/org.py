@@ -23,9 +23,9 @@ from authoric.auth.principals import bearer
 from authoric.auth.ratelimit import MAIL
 from authoric.catalog.apps import find_app
 from authoric.console import audit
-from authoric.http.accounts import mail_committed, postbox
+from authoric.http.accounts import mail_committed, postbox, signed_bearer
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
-from authoric.http.context import services, signed_bearer
+from authoric.http.context import services
 from authoric.http.sessions import throttle
 from authoric.tenancy import keys, org_members
 from authoric.tenancy.acting import Acting, acting
