@@ -151,7 +151,8 @@ class AsyncOrgs:
                                              json={"name": name})).json()
         self._client.auth.use(answer["access_token"], answer["refresh_token"],
                               float(answer["expires_in"]))
-        return answer["org"]
+        org: dict[str, Any] = answer["org"]
+        return org
 
 
 class AsyncClient(Generic[S]):

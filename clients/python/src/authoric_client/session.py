@@ -107,11 +107,13 @@ class Session:
 
     async def me(self) -> dict[str, Any]:
         """The user, this session's org and roles, memberships and pending invitations."""
-        return (await self._bearer("GET", "me")).json()
+        me: dict[str, Any] = (await self._bearer("GET", "me")).json()
+        return me
 
     async def sessions(self) -> list[dict[str, Any]]:
         """The user's sessions, one per sign-in (`current` marks this one)."""
-        return (await self._bearer("GET", "sessions")).json()["items"]
+        items: list[dict[str, Any]] = (await self._bearer("GET", "sessions")).json()["items"]
+        return items
 
     async def end_session(self, session_id: str) -> None:
         await self._bearer("DELETE", f"sessions/{session_id}")
