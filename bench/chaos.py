@@ -83,6 +83,7 @@ REPLICA_ENV = {
     "AUTHORIC_SSE_QUEUE_SIZE": "16",  # a follower that stops reading overflows soon
     "AUTHORIC_SSE_MAX_STREAMS_PER_USER": "1000",  # leases of killed replicas linger 60 s
     "AUTHORIC_WEBHOOK_ALLOW_PRIVATE": "true",  # the receivers listen on loopback
+    "AUTHORIC_WEBHOOK_DELIVERY": "true",  # every replica delivers (the test servers' default is off)
     "AUTHORIC_WEBHOOK_RETRY_BASE": "0.5",
     "AUTHORIC_WEBHOOK_RETRY_MAX": "5",
 }

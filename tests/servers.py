@@ -61,6 +61,10 @@ def start_server(database_url: str, data_dir: Path, port: int | None = None,
         # Argon2id at its minimum cost: the suite creates and logs in thousands of users, and
         # at the production cost their hashing was about half of a server's CPU in the tests.
         "AUTHORIC_TEST_CHEAP_PASSWORD_HASHING": "1",
+        # Every server of a test session shares its database, so a server with other webhook
+        # settings would take the leases of another test's webhooks: only servers that a test
+        # starts for webhooks deliver them.
+        "AUTHORIC_WEBHOOK_DELIVERY": "false",
         **extra_env,
     }
     log_path = data_dir / f"server-{port}.log"

@@ -108,7 +108,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         deliverer = app.state.webhooks = Deliverer(settings, engine, source, snapshots, counted)
         sequencer.start()
         source.start(Tee(hub, deliverer))
-        deliverer.start()
+        if settings.webhook_delivery:
+            deliverer.start()
         app.state.services.indexes.start_sweep()
         sampler = asyncio.create_task(counted.sample_request_pool(pool))
         handoff = app.state.handoff = start_handoff(settings, app, counted)

@@ -105,6 +105,9 @@ class Settings(BaseSettings):
     # seconds: the backoff ceiling after a webhook's first failure, doubling up to the maximum
     webhook_retry_base: float = Field(default=5.0, gt=0)
     webhook_retry_max: float = Field(default=3600.0, gt=0)
+    # Whether this process delivers webhooks (claims their leases). Off, it still serves the
+    # webhook routes; the processes with it on deliver. All of them must agree on the rest.
+    webhook_delivery: bool = True
 
     def secret_file(self, name: str) -> Path:
         return self.data_dir / name

@@ -38,7 +38,8 @@ COLUMNS: list[dict[str, Any]] = [{"name": "number", "type": "text", "required": 
 def hooks_server(database_url: str, tmp_path_factory: pytest.TempPathFactory,
                  ) -> Iterator[ServerProcess]:
     proc = start_server(database_url, tmp_path_factory.mktemp("webhooks"),
-                        AUTHORIC_WEBHOOK_ALLOW_PRIVATE="true", AUTHORIC_WEBHOOK_RETRY_BASE="0.05",
+                        AUTHORIC_WEBHOOK_ALLOW_PRIVATE="true", AUTHORIC_WEBHOOK_DELIVERY="true",
+                        AUTHORIC_WEBHOOK_RETRY_BASE="0.05",
                         AUTHORIC_WEBHOOK_RETRY_MAX="0.2")
     yield proc
     proc.stop()

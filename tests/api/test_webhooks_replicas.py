@@ -20,7 +20,8 @@ from tests.receivers import Received, Receiver
 from tests.scenario import AppWorld, expect
 from tests.servers import start_server
 
-PRIVATE = {"AUTHORIC_WEBHOOK_ALLOW_PRIVATE": "true", "AUTHORIC_WEBHOOK_RETRY_BASE": "0.05",
+PRIVATE = {"AUTHORIC_WEBHOOK_ALLOW_PRIVATE": "true", "AUTHORIC_WEBHOOK_DELIVERY": "true",
+           "AUTHORIC_WEBHOOK_RETRY_BASE": "0.05",
            "AUTHORIC_WEBHOOK_RETRY_MAX": "0.2"}
 
 

@@ -22,7 +22,8 @@ from tests.servers import ServerProcess, start_server
 @pytest.fixture(scope="module")
 def guarded_server(database_url: str, tmp_path_factory: pytest.TempPathFactory,
                    ) -> Iterator[ServerProcess]:
-    proc = start_server(database_url, tmp_path_factory.mktemp("webhooks-ssrf"))
+    proc = start_server(database_url, tmp_path_factory.mktemp("webhooks-ssrf"),
+                        AUTHORIC_WEBHOOK_DELIVERY="true")
     yield proc
     proc.stop()
 
