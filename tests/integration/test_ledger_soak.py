@@ -134,6 +134,12 @@ def _write(caller: Caller, org: str, rows_path: str, written: Written, seed: int
         with written.lock:
             if written.count >= WRITE_BUDGET:
                 return
+            trickle = written.count >= WRITES
+        if trickle:
+            # The writes are done; the subscribers' resumes may not be (each holds a stream up to
+            # 2 s). A trickle keeps changes flowing across those resumes without spending the
+            # budget: on a fast server a full-speed writer spent it before the last resume.
+            time.sleep(0.1)
         r = rng.random()
         if not live or r < 0.45:
             region = rng.choice(REGIONS)
