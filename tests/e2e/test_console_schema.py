@@ -118,10 +118,15 @@ def test_operator_creates_an_org_and_a_user_assigns_a_role_and_removes_the_membe
     members.get_by_role("button", name="Remove").click()
     confirm(page, "Remove", "ada@northwind.test leaves Northwind")
     expect(members).to_contain_text("No memberships yet.")
-    # Ada is in no org any more: she can no longer sign in to Northwind.
+    # Ada is in no org any more: signing in gives her an account token in no org (contract
+    # section 3), with no membership left.
     login = world.admin.client.post(f"/{world.name}/auth/token",
                                     json={"email": "ada@northwind.test", "password": "correct horse"})
-    assert login.status_code == 422, login.text
+    assert login.status_code == 200, login.text
+    me = world.admin.client.get(f"/{world.name}/auth/me", headers={
+        "authorization": f"Bearer {login.json()['access_token']}"})
+    assert me.status_code == 200, me.text
+    assert me.json()["org"] is None and me.json()["memberships"] == []
 
 
 def test_the_settings_labels_each_fit_on_one_line(console: Page, world: AppWorld) -> None:

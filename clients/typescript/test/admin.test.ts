@@ -36,7 +36,8 @@ describe("the platform admin, through @authoric/client/admin", () => {
     const w = await world();
     const member = await w.member();
     const page = await w.app.orgs.members(w.org, { limit: 10 });
-    expect(page.items).toEqual([{ org: w.org, user: member.uid, email: member.email, roles: ["clerk"] }]);
+    expect(page.items).toEqual([{ org: w.org, user: member.uid, email: member.email, roles: ["clerk"],
+                                  joinedAt: expect.stringMatching(/Z$/) }]);
     expect((await w.app.users.memberships(member.uid)).items).toEqual([{ org: w.org, orgName: "Northwind", roles: ["clerk"] }]);
     await w.app.rows("invoices").create({ org: w.org, number: "P-1", status: "draft" });
     const preview = await w.app.roles.preview("clerk", {
