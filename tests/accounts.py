@@ -79,3 +79,10 @@ def wait_until(condition: Callable[[], bool], timeout: float = 30) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("condition not met in time")
+
+
+def wait_until_sent(world: AppWorld, email: str) -> None:
+    """Until the outbox marks every mail to `email` sent: the sender never tries a sent mail
+    again, so what the SMTP server holds for it is then final."""
+    wait_until(lambda: bool(mails_to(world, email))
+               and all(m["status"] == "sent" for m in mails_to(world, email)), timeout=90)
