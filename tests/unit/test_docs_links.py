@@ -115,3 +115,17 @@ def test_a_link_is_found_wrong_when_its_file_or_its_heading_is_missing() -> None
     assert link_problem(Link(page, "#the-repository")) is None
     assert link_problem(Link(page, "realtime.md#no-such-heading")) is not None
     assert link_problem(Link(page, "no-such-page.md")) is not None
+
+
+def test_the_index_links_every_page_of_the_docs_and_names_every_top_level_folder() -> None:
+    index = ROOT / "docs" / "index.md"
+    linked = {(index.parent / link.target.partition("#")[0]).resolve()
+              for link in relative_links() if link.page == index}
+    unlinked = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")
+                      if p != index and p.resolve() not in linked)
+    assert unlinked == []
+    text = index.read_text()
+    ignored = {line.strip().strip("/") for line in (ROOT / ".gitignore").read_text().splitlines()}
+    unnamed = sorted(p.name for p in ROOT.iterdir() if p.is_dir() and p.name != ".git"
+                     and p.name not in ignored and f"`{p.name}/`" not in text)
+    assert unnamed == []
