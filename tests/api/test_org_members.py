@@ -229,7 +229,9 @@ def test_a_lead_whose_role_is_taken_away_while_they_wait_is_judged_on_the_new_ro
             # The promotion is waiting on the lead's locked membership.
             for _ in range(200):
                 waiting = await conn.fetchval(
-                    "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'")
+                    "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                    "WHERE NOT l.granted AND l.locktype = 'transactionid' "
+                    "AND a.datname = current_database()")
                 if waiting:
                     break
                 await asyncio.sleep(0.05)
