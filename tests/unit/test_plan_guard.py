@@ -8,6 +8,8 @@ import re
 import uuid
 from typing import Any
 
+import asyncio
+
 import asyncpg
 import pytest
 from sqlalchemy import select
@@ -18,10 +20,13 @@ from authoric.plan.guard import (
     FACT_COLUMNS,
     Facts,
     Guard,
+    PLAN_ATTEMPTS,
     StaleFacts,
     guarded_branches,
     guarded_select,
+    until_held,
 )
+from authoric.errors import ServiceUnavailable
 
 EXPECTED = Facts(version=7, app_name="shop", roles=("clerk",), email="ann@example.test")
 NO_FACTS = dict.fromkeys(FACT_COLUMNS)
@@ -141,3 +146,44 @@ def test_a_transaction_s_confirmation_reads_the_facts_alone_as_the_row_that_stan
     with pytest.raises(StaleFacts) as raised:
         guard().check([no_row(moved)])
     assert raised.value.facts == moved
+
+
+def test_a_request_whose_catalog_moved_once_is_answered_by_its_second_plan() -> None:
+    tries: list[int] = []
+
+    async def attempt() -> str:
+        tries.append(1)
+        if len(tries) == 1:
+            raise StaleFacts(EXPECTED)  # a rename committed between planning and the statement
+        return "page"
+
+    assert asyncio.run(until_held(attempt)) == "page"
+    assert len(tries) == 2
+
+
+def test_a_request_whose_catalog_moves_under_every_plan_gets_503_with_retry_after() -> None:
+    """The SDK, the operator's rows and a member's transaction all plan through `until_held`:
+    a catalog that keeps moving ends in 503 UNAVAILABLE, never a 500, after PLAN_ATTEMPTS."""
+    tries: list[int] = []
+
+    async def attempt() -> str:
+        tries.append(1)
+        raise StaleFacts(EXPECTED)
+
+    with pytest.raises(ServiceUnavailable) as refused:
+        asyncio.run(until_held(attempt))
+    assert len(tries) == PLAN_ATTEMPTS
+    assert (refused.value.status, refused.value.code) == (503, "UNAVAILABLE")
+    assert refused.value.headers == {"Retry-After": "1"}
+
+
+def test_a_request_given_one_attempt_is_not_planned_again() -> None:
+    tries: list[int] = []
+
+    async def attempt() -> str:
+        tries.append(1)
+        raise StaleFacts(EXPECTED)
+
+    with pytest.raises(ServiceUnavailable):
+        asyncio.run(until_held(attempt, 1))
+    assert len(tries) == 1
