@@ -4,11 +4,10 @@ and planning again."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from typing import Any
-
-import asyncio
 
 import asyncpg
 import pytest
@@ -16,17 +15,17 @@ from sqlalchemy import select
 from sqlalchemy.dialects import postgresql
 
 from authoric.db import tables as t
+from authoric.errors import ServiceUnavailable
 from authoric.plan.guard import (
     FACT_COLUMNS,
+    PLAN_ATTEMPTS,
     Facts,
     Guard,
-    PLAN_ATTEMPTS,
     StaleFacts,
     guarded_branches,
     guarded_select,
     until_held,
 )
-from authoric.errors import ServiceUnavailable
 
 EXPECTED = Facts(version=7, app_name="shop", roles=("clerk",), email="ann@example.test")
 NO_FACTS = dict.fromkeys(FACT_COLUMNS)
