@@ -24,9 +24,9 @@ from authoric.console.rows import AdminTable
 from authoric.http.admin import require_admin
 from authoric.http.admin_audit import audited_by_route
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of, csv_body, row_body
-from authoric.http.context import PLAN_ATTEMPTS, services
+from authoric.http.context import services
 from authoric.http.edge import RESERVED_PARAMS, table_request
-from authoric.plan.guard import StaleFacts
+from authoric.plan.guard import until_held
 from authoric.plan.request import Operation, TableRequest
 from authoric.records import csv_import
 from authoric.records.pipeline import admitted
@@ -60,15 +60,11 @@ async def on_admin_table(request: Request, app: str, table: str,
     """`work` in `admin_table`'s transaction, planned again in a new one when the catalog
     moved under it (a rename committed after the version was read: the transaction's guard
     failed and it rolled back, records.pipeline `confirmed`)."""
-    for _ in range(PLAN_ATTEMPTS - 1):
-        try:
-            async with admin_table(request, app, table) as (conn, target):
-                return await work(conn, target)
-        except StaleFacts as stale:
-            if stale.facts is None:
-                raise
-    async with admin_table(request, app, table) as (conn, target):
-        return await work(conn, target)
+    async def attempt() -> T:
+        async with admin_table(request, app, table) as (conn, target):
+            return await work(conn, target)
+
+    return await until_held(attempt)
 
 
 def row_request(request: Request, operation: Operation, app: str, table: str,

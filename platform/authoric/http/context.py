@@ -30,10 +30,10 @@ from authoric.auth.ratelimit import RateLimiter
 from authoric.auth.tokens import Claims, VerifiedTokens
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.changes.sequencer import Sequencer
-from authoric.errors import AuthoricError, ServiceUnavailable
+from authoric.errors import AuthoricError
 from authoric.mail.sender import MailSender
 from authoric.plan.access import Access, admit
-from authoric.plan.guard import Facts, Guard, StaleFacts
+from authoric.plan.guard import PLAN_ATTEMPTS, Facts, Guard, StaleFacts, kept_changing, until_held
 from authoric.plan.request import TableRequest
 from authoric.plan.runner import (
     PoolExecutor,
@@ -54,7 +54,6 @@ from authoric.tables.indexes import IndexBuilder
 # works through them, and time out waiting for one (bench.signin_burst).
 PASSWORD_SLOTS = 4
 T = TypeVar("T")
-PLAN_ATTEMPTS = 4  # plans per request before giving up on an app whose facts keep moving
 COUNT_FLAG = "AUTHORIC_TEST_COUNT_ROUND_TRIPS"  # tests only: X-Authoric-Round-Trips header
 
 MemberKey = tuple[uuid.UUID, uuid.UUID, uuid.UUID]
@@ -188,8 +187,7 @@ class Services:
                     raise
                 self.facts.put(key, current)
                 facts, verified = current, True
-        raise ServiceUnavailable("the app kept changing during this request; retry it",
-                                 headers={"Retry-After": "1"})
+        raise kept_changing()
 
     async def export(self, header: str | None,
                      request: TableRequest) -> tuple[AsyncIterator[bytes], str]:
@@ -217,23 +215,18 @@ class Services:
                                                request.app)
                 if current.version == guard.expected.version:
                     raise
-        raise ServiceUnavailable("the app kept changing during this request; retry it",
-                                 headers={"Retry-After": "1"})
+        raise kept_changing()
 
     async def transacted(self, header: str | None, app_ref: str,
                          work: Callable[[InTransaction], Awaitable[T]]) -> T:
         """`work` as the token's member in `member_transaction`, planned again in a new one
         when the catalog or the member's facts moved under it (its guard failed before it
         ended, records.pipeline `confirmed`, and it rolled back)."""
-        for _ in range(PLAN_ATTEMPTS - 1):
-            try:
-                async with self.member_transaction(header, app_ref) as caller:
-                    return await work(caller)
-            except StaleFacts as stale:
-                if stale.facts is None:
-                    raise
-        async with self.member_transaction(header, app_ref) as caller:
-            return await work(caller)
+        async def attempt() -> T:
+            async with self.member_transaction(header, app_ref) as caller:
+                return await work(caller)
+
+        return await until_held(attempt)
 
     @asynccontextmanager
     async def member_transaction(self, header: str | None,
