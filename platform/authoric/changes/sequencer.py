@@ -37,7 +37,7 @@ An operator who would rather spend latency than feed CPU sets `AUTHORIC_FEED_GAT
 leader then gathers that long once woken, and looks for captured SQL writes that often. Each
 stamping pass costs every process one wake-up and one fan-out pass however many changes it
 holds, so fewer, fuller passes cost less per change; every change waits up to that long
-more (docs/realtime.md section 15 has the measured trade).
+more (docs/benchmarks-journal.md, section 15, has the measured trade).
 
 A frozen leader (a proxy or a NAT that stops forwarding its connection, TCP left open) must
 not stop the feed: nothing is stamped, and so nothing delivered by any process, while it
