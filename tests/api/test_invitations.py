@@ -139,6 +139,36 @@ def test_a_lead_cannot_revoke_an_invitation_beyond_their_grants(world: AppWorld,
     expect(org["owner"].delete(path(world, theirs["uid"])), 404, "NOT_FOUND")
 
 
+def test_a_lead_cannot_replace_an_owners_invitation_beyond_their_grants_by_inviting_again(
+        world: AppWorld, org: dict[str, Any]) -> None:
+    email = new_email()
+    sent = expect(org["owner"].post(path(world), json={"email": email, "roles": ["lead"]}), 201)
+    for roles in (["clerk"], []):
+        refused = expect(org["lead"].post(path(world), json={"email": email, "roles": roles}),
+                         403, "FORBIDDEN")
+        assert refused["error"]["details"] == {**refused["error"]["details"],
+                                               "reason": "role_not_grantable", "roles": ["lead"]}
+    listed = expect(org["owner"].get(path(world)), 200)["items"]
+    assert [(i["uid"], i["roles"]) for i in listed] == [(sent["uid"], ["lead"])]
+    [mail] = mails_to(world, email)  # the refused ones sent nothing
+    pair = expect(accept(world, {"token": token_in(mail), "password": "a long password"}), 200)
+    me = expect(Caller(world.admin.client, pair["access_token"]).get(f"/{world.name}/auth/me"), 200)
+    assert me["roles"] == ["lead"]
+
+
+def test_a_lead_resends_their_own_invitation_and_the_owner_replaces_a_leads_one(
+        world: AppWorld, org: dict[str, Any]) -> None:
+    email = new_email()
+    expect(org["lead"].post(path(world), json={"email": email, "roles": ["clerk"]}), 201)
+    expect(org["lead"].post(path(world), json={"email": email, "roles": ["clerk"]}), 201)
+    upgraded = expect(org["owner"].post(path(world), json={"email": email, "roles": ["lead"]}),
+                      201)
+    listed = expect(org["owner"].get(path(world)), 200)["items"]
+    assert [(i["uid"], i["roles"], i["invitedBy"]) for i in listed] == [
+        (upgraded["uid"], ["lead"], org["owner"].user_uid)]
+    assert len(mails_to(world, email)) == 3
+
+
 @pytest.mark.parametrize("sign_up", ["closed", "invite", "open"])
 def test_an_invitation_works_whatever_sign_up_is(world: AppWorld, org: dict[str, Any],
                                                  sign_up: str) -> None:

@@ -2,7 +2,9 @@
 within their grants) or by the operator, listed, revoked, and redeemed once.
 
 One pending invitation per (org, email): inviting the same address again replaces it (a new
-link; the old one stops working), which is how an invitation is resent. The mailed token is
+link; the old one stops working), which is how an invitation is resent. A member replaces
+only one they could revoke (its roles within their grants), so re-inviting never cancels
+or downgrades someone else's invitation beyond their reach. The mailed token is
 32 random bytes kept as its SHA-256 (accounts.mail_tokens' hash), valid 7 days; redeeming
 deletes the invitation in the statement that checks it, so it works once.
 """
@@ -15,7 +17,8 @@ import uuid
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import and_, delete, select
+from sqlalchemy import ColumnElement, Text, and_, delete, func, literal, or_, select
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
@@ -49,8 +52,12 @@ class NewInvitation(BaseModel):
         return self.email.strip().lower()
 
 
+def _at(seconds: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC)
+
+
 def _now() -> dt.datetime:
-    return dt.datetime.fromtimestamp(clock.now(), dt.UTC)
+    return _at(clock.now())
 
 
 def _view(row: Any) -> dict[str, Any]:
@@ -60,9 +67,11 @@ def _view(row: Any) -> dict[str, Any]:
 
 
 async def invite(conn: AsyncConnection, app_uid: uuid.UUID, org_uid: uuid.UUID,
-                 new: NewInvitation, invited_by: uuid.UUID | None) -> tuple[dict[str, Any], str]:
+                 new: NewInvitation, who: Acting | None) -> tuple[dict[str, Any], str]:
     """A new invitation (replacing a pending one to the same address) and its token, for
-    the mail; 409 when the address is already a member's, 422 for unknown roles."""
+    the mail; 409 when the address is already a member's, 422 for unknown roles. A member
+    `who` (None: the operator) replaces only a pending invitation whose roles lie within
+    their grants, as revoking it would need: 403 `role_not_grantable` otherwise."""
     roles = await known_roles(conn, app_uid, new.roles)
     email = new.normalized_email
     member = await conn.scalar(select(t.members.c.user_uid).join(
@@ -70,15 +79,42 @@ async def invite(conn: AsyncConnection, app_uid: uuid.UUID, org_uid: uuid.UUID,
         t.members.c.org_uid == org_uid, t.users.c.email == email))
     if member is not None:
         raise Conflict("this address is already a member of the org", {"email": email})
-    i = t.invitations
-    await conn.execute(delete(i).where(i.c.org_uid == org_uid, i.c.email == email))
     token = secrets.token_urlsafe(TOKEN_BYTES)
-    expires = dt.datetime.fromtimestamp(clock.now() + LIFETIMES[INVITE], dt.UTC)
-    row = (await conn.execute(i.insert().values(
-        uid=uuid7(), app_uid=app_uid, org_uid=org_uid, email=email, roles=roles,
-        invited_by=invited_by, token_hash=token_hash(token), expires_at=expires,
-    ).returning(*i.c))).one()
+    i = t.invitations
+    values = {"uid": uuid7(), "app_uid": app_uid, "org_uid": org_uid, "email": email,
+              "roles": roles, "invited_by": None if who is None else who.user_uid,
+              "token_hash": token_hash(token), "expires_at": _at(clock.now() + LIFETIMES[INVITE])}
+    # One statement inserts or replaces, judging the pending one it replaces under its row
+    # lock: two concurrent invitations to one address cannot slip one past the ceiling.
+    replaced = {k: v for k, v in values.items() if k not in ("app_uid", "org_uid", "email")}
+    row = (await conn.execute(insert(i).values(**values).on_conflict_do_update(
+        index_elements=[i.c.org_uid, i.c.email], set_={**replaced, "created_at": func.now()},
+        where=_replaceable_by(who)).returning(*i.c))).first()
+    if row is None:
+        assert who is not None  # the operator's upsert has no condition
+        await _refuse_replacing(conn, who, org_uid, email)
     return _view(row), token
+
+
+def _replaceable_by(who: Acting | None) -> ColumnElement[bool] | None:
+    """Which pending invitation `who` may replace: any for the operator; for a member, one
+    all of whose roles lie within their grants, or one that has expired (it opens nothing)."""
+    if who is None:
+        return None
+    i = t.invitations
+    grants = literal(sorted(who.grants), ARRAY(Text))
+    return or_(i.c.roles.contained_by(grants), i.c.expires_at <= _now())
+
+
+async def _refuse_replacing(conn: AsyncConnection, who: Acting, org_uid: uuid.UUID,
+                            email: str) -> None:
+    """403 `role_not_grantable` naming the pending invitation's roles beyond `who`'s grants."""
+    i = t.invitations
+    held = await conn.scalar(select(i.c.roles).where(i.c.org_uid == org_uid, i.c.email == email))
+    who.within_grants(target=held or ())
+    # Changed between the two statements (by someone else's write): ask again.
+    raise Conflict("the invitation to this address changed meanwhile; try again",
+                   {"email": email})
 
 
 async def list_invitations(conn: AsyncConnection, org_uid: uuid.UUID) -> list[dict[str, Any]]:
@@ -108,7 +144,7 @@ async def member_invites(conn: AsyncConnection, who: Acting,
                          new: NewInvitation) -> tuple[dict[str, Any], str]:
     who.require(ORG_MEMBERS, "create")
     who.within_grants(requested=new.roles)
-    return await invite(conn, who.app_uid, who.org_uid, new, who.user_uid)
+    return await invite(conn, who.app_uid, who.org_uid, new, who)
 
 
 async def member_lists(conn: AsyncConnection, who: Acting) -> list[dict[str, Any]]:
