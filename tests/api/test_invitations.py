@@ -112,6 +112,36 @@ def test_an_existing_account_accepts_with_its_password_or_its_bearer_and_not_oth
                           "password": other["password"]}), 200)
 
 
+def test_a_bearer_that_no_longer_signs_in_the_invited_account_does_not_accept_for_it(
+        world: AppWorld, org: dict[str, Any]) -> None:
+    """Signed but dead: an account token whose session was signed out, an org token whose
+    membership the operator removed, and the operator's view-as token; none proves the
+    account, and the invitation stays unspent for its live bearer."""
+    person = world.user()
+    expect(org["owner"].post(path(world), json={"email": person["email"], "roles": ["clerk"]}), 201)
+    token = token_in(mails_to(world, person["email"])[0])
+
+    signed_out = world.login(person)
+    expect(world.admin.client.post(f"/{world.name}/auth/logout",
+                                   json={"refresh_token": signed_out.refresh_token}), 204)
+    expect(accept(world, {"token": token}, signed_out.token), 401, "UNAUTHENTICATED")
+
+    other = world.org("Other")
+    world.member(other, person["uid"], ["clerk"])
+    removed = world.login(person, other)
+    expect(world.admin.delete(f"{world.base}/orgs/{other}/members/{person['uid']}"), 204)
+    expect(accept(world, {"token": token}, removed.token), 401, "UNAUTHENTICATED")
+
+    world.member(other, person["uid"], ["clerk"])
+    view_as = expect(world.admin.post(f"{world.base}/impersonate", json={
+        "user": person["uid"], "org": other}), 200)["access_token"]
+    expect(accept(world, {"token": token}, view_as), 403, "FORBIDDEN")
+
+    pair = expect(accept(world, {"token": token}, world.login(person, other).token), 200)
+    me = expect(Caller(world.admin.client, pair["access_token"]).get(f"/{world.name}/auth/me"), 200)
+    assert (me["user"]["uid"], me["org"], me["roles"]) == (person["uid"], org["uid"], ["clerk"])
+
+
 def test_a_resent_invitation_replaces_the_old_link_and_a_revoked_one_opens_nothing(
         world: AppWorld, org: dict[str, Any]) -> None:
     email = new_email()

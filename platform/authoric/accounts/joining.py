@@ -2,7 +2,8 @@
 token opens the invitation once, and its address joins the org with the invitation's roles.
 
 - No account for the address: one is made with `password`, verified (the mail proved it).
-- An account exists: the caller is signed in as it (bearer), or gives its password.
+- An account exists: the caller is signed in as it (a bearer resolved as accounts.caller
+  does: its session or membership still live, never a view-as token), or gives its password.
 Works whatever the app's `signUp` is: the invitation is the operator's or a member's consent.
 Everything happens in one transaction: a wrong password leaves the invitation unspent.
 """
@@ -17,12 +18,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
+from authoric.accounts.caller import AccountCaller
 from authoric.accounts.models import Password
 from authoric.accounts.org_invitations import redeem
 from authoric.accounts.service import check_password
 from authoric.auth.passwords import hash_password, verify_password
 from authoric.auth.sessions import issue
-from authoric.auth.tokens import Claims
 from authoric.catalog.apps import app_settings, bump_version
 from authoric.console import audit
 from authoric.db import tables as t
@@ -40,7 +41,7 @@ class AcceptInvitation(BaseModel):
 
 
 async def accept_invitation(conn: AsyncConnection, secret: str, app: Any,
-                            body: AcceptInvitation, signed_in: Claims | None,
+                            body: AcceptInvitation, signed_in: AccountCaller | None,
                             user_agent: str | None) -> dict[str, Any]:
     """200's token pair for the invitation's org; 400 `invalid_token`, 401 for an existing
     account without its bearer or password, 409 for an address already a member there."""
@@ -90,9 +91,11 @@ async def _new_verified_user(conn: AsyncConnection, app: Any, email: str,
     return uid
 
 
-async def _prove_account(user: Any, password: str | None, signed_in: Claims | None) -> None:
-    """401 unless the caller is signed in as `user` or knows its password."""
-    if signed_in is not None and (signed_in.app_uid, signed_in.user_uid) == (user.app_uid, user.uid):
+async def _prove_account(user: Any, password: str | None,
+                         signed_in: AccountCaller | None) -> None:
+    """401 unless the caller is signed in as `user` (a live session or membership: see
+    accounts.caller) or knows its password."""
+    if signed_in is not None and signed_in.user.uid == user.uid:
         return
     if password is not None and await verify_password(user.password_hash, password):
         return

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.accounts import org_invitations as invitations
+from authoric.accounts.caller import account_caller
 from authoric.accounts.joining import AcceptInvitation, accept_invitation
 from authoric.accounts.org_invitations import NewInvitation
 from authoric.auth.principals import bearer
@@ -156,7 +157,9 @@ async def accept(request: Request, app: str, body: AcceptBody) -> dict[str, Any]
     await throttle(request, app, None, MAIL)
     svc = services(request)
     header = request.headers.get("authorization")
-    signed_in = svc.tokens.access(bearer(header)) if header else None
     async with svc.tx() as conn:
+        # A bearer proves the account only as a live caller of it (a revoked session or
+        # membership is 401, a view-as token 403), never by its signature alone.
+        caller = await account_caller(conn, svc.tokens, header, app) if header else None
         return await accept_invitation(conn, svc.jwt_secret, await find_app(conn, app), body,
-                                       signed_in, request.headers.get("user-agent"))
+                                       caller, request.headers.get("user-agent"))
