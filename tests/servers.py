@@ -58,6 +58,10 @@ def start_server(database_url: str, data_dir: Path, port: int | None = None,
         "AUTHORIC_LOGIN_ACCOUNT_LIMIT": "1000",
         "AUTHORIC_MAIL_RATE_LIMIT": "1000",
         "AUTHORIC_MAIL_ACCOUNT_LIMIT": "1000",
+        "AUTHORIC_INVITATION_RATE_LIMIT": "1000",
+        "AUTHORIC_INVITATION_ACCOUNT_LIMIT": "1000",
+        "AUTHORIC_ORG_CREATION_RATE_LIMIT": "1000",
+        "AUTHORIC_ORG_CREATION_ACCOUNT_LIMIT": "1000",
         # Argon2id at its minimum cost: the suite creates and logs in thousands of users, and
         # at the production cost their hashing was about half of a server's CPU in the tests.
         "AUTHORIC_TEST_CHEAP_PASSWORD_HASHING": "1",

@@ -35,6 +35,12 @@ class Settings(BaseSettings):
     # per window; and per email address
     mail_rate_limit: int = Field(default=20, ge=1)
     mail_account_limit: int = Field(default=5, ge=1)
+    # invitations a member may send per hour, per client address and per inviting user
+    invitation_rate_limit: int = Field(default=300, ge=1)
+    invitation_account_limit: int = Field(default=100, ge=1)
+    # orgs users may create per hour, per client address and per creating user
+    org_creation_rate_limit: int = Field(default=50, ge=1)
+    org_creation_account_limit: int = Field(default=10, ge=1)
     # length of the login throttle's fixed window, in seconds
     rate_window: int = Field(default=60, ge=1, validation_alias="AUTHORIC_RATE_LIMIT_WINDOW")
     # writes one member may have refused per window because a unique value is held by a row

@@ -8,6 +8,12 @@ The account routes that send mail or redeem a mailed token (sign-up, resend, for
 reset) count on two counters of their own, per client address (`AUTHORIC_MAIL_RATE_LIMIT`)
 and per email (`AUTHORIC_MAIL_ACCOUNT_LIMIT`), so a burst of them neither floods one inbox
 nor eats into the same person's sign-in attempts.
+Two more pairs count per hour what a signed-in user may do that costs others: invitations a
+member sends (per client address, `AUTHORIC_INVITATION_RATE_LIMIT`, and per inviting user,
+`AUTHORIC_INVITATION_ACCOUNT_LIMIT`; each invitation also counts on the MAIL pair, for its
+address) and orgs users create (`AUTHORIC_ORG_CREATION_RATE_LIMIT`,
+`AUTHORIC_ORG_CREATION_ACCOUNT_LIMIT`), so that nobody who can sign up sends the app's mail to
+strangers in bulk, or fills the app with orgs.
 A third counter, per member (user and org), counts writes refused because a unique value is
 held by a row the writer may not read (`AUTHORIC_HIDDEN_CONFLICT_LIMIT`): guesses at hidden
 values through uniqueness.
@@ -37,7 +43,12 @@ from authoric.settings import Settings
 
 CLIENT, ACCOUNT, HIDDEN_CONFLICT = "client", "account", "hidden_conflict"
 MAIL_CLIENT, MAIL_ACCOUNT = "mail_client", "mail_account"
-LOGIN, MAIL = (CLIENT, ACCOUNT), (MAIL_CLIENT, MAIL_ACCOUNT)  # (per client, per account)
+INVITE_CLIENT, INVITER = "invitation_client", "invitation_account"
+ORG_CLIENT, ORG_CREATOR = "org_creation_client", "org_creation_account"
+# (per client, per account) pairs; the account is an email, or a signed-in user's uid
+LOGIN, MAIL = (CLIENT, ACCOUNT), (MAIL_CLIENT, MAIL_ACCOUNT)
+INVITATIONS, ORG_CREATION = (INVITE_CLIENT, INVITER), (ORG_CLIENT, ORG_CREATOR)
+HOUR = 3600
 PURGE_BATCH = 1000
 
 # A counter's window opens at its first attempt and lasts :window seconds (database clock,
@@ -104,16 +115,23 @@ class RateLimiter:
         self.limits = {CLIENT: settings.token_rate_limit, ACCOUNT: settings.account_rate_limit,
                        HIDDEN_CONFLICT: settings.hidden_conflict_limit,
                        MAIL_CLIENT: settings.mail_rate_limit,
-                       MAIL_ACCOUNT: settings.mail_account_limit}
+                       MAIL_ACCOUNT: settings.mail_account_limit,
+                       INVITE_CLIENT: settings.invitation_rate_limit,
+                       INVITER: settings.invitation_account_limit,
+                       ORG_CLIENT: settings.org_creation_rate_limit,
+                       ORG_CREATOR: settings.org_creation_account_limit}
         self.window = settings.rate_window
+        # Counters of what a signed-in user does to others count by the hour: a minute's
+        # limit would still let one account mail thousands of strangers a day.
+        self.windows = {kind: HOUR for kind in (*INVITATIONS, *ORG_CREATION)}
         self._next_purge = 0.0
 
     async def count(self, conn: AsyncConnection, app_ref: str, client: str,
                     account: str | None = None, kinds: tuple[str, str] = LOGIN) -> Verdict:
         """Count one attempt on `app_ref` (404 if there is no such app) by `client`, for
-        `account` when given, on the (per client, per account) counters `kinds` (LOGIN or
-        MAIL). Run it in a transaction of its own that commits, so that the attempt stays
-        counted when the request then fails."""
+        `account` when given, on the (per client, per account) counters `kinds` (LOGIN,
+        MAIL, INVITATIONS or ORG_CREATION). Run it in a transaction of its own that
+        commits, so that the attempt stays counted when the request then fails."""
         per_client, per_account = kinds
         subjects = {per_client: client}
         if account is not None:
@@ -124,7 +142,8 @@ class RateLimiter:
             raise NotFound("no such app", {"app": app_ref})
         by_uid = isinstance(key, uuid.UUID)
         rows = (await conn.execute(_COUNT_BY_UID if by_uid else _COUNT_BY_NAME, {
-            "app": key, "window": self.window, "keys": list(kind_of)})).all()
+            "app": key, "window": self.windows.get(per_client, self.window),
+            "keys": list(kind_of)})).all()
         if not rows:
             raise NotFound("no such app", {"app": app_ref})
         over = [(r.retry, kind_of[bytes(r.key)]) for r in rows
@@ -150,5 +169,7 @@ class RateLimiter:
         if time.monotonic() < self._next_purge:
             return
         self._next_purge = time.monotonic() + self.window
-        await conn.execute(_PURGE, {"window": self.window, "batch": PURGE_BATCH})
+        # Past the longest window: a row of an hourly counter outlives a minute's.
+        longest = max(self.window, *self.windows.values())
+        await conn.execute(_PURGE, {"window": longest, "batch": PURGE_BATCH})
 

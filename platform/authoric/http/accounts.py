@@ -1,6 +1,7 @@
 """`/{app}/auth/...` account routes and `POST /{app}/orgs` (contract sections 3 and 3a): the
 edge of accounts.service. Routes that send mail or redeem a mailed token are throttled per
-client address and per email before anything else (auth.ratelimit, MAIL counters)."""
+client address and per email before anything else (auth.ratelimit, MAIL counters); creating
+an org, per client address and per user (ORG_CREATION, by the hour)."""
 
 from __future__ import annotations
 
@@ -21,11 +22,11 @@ from authoric.accounts.models import (
     SwitchOrg,
 )
 from authoric.accounts.orgs import create_member_org
-from authoric.auth.ratelimit import MAIL
+from authoric.auth.ratelimit import MAIL, ORG_CREATION
 from authoric.catalog.apps import find_app
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import Services, services
-from authoric.http.sessions import throttle
+from authoric.http.sessions import throttle, throttle_bearer
 from authoric.mail.postbox import Postbox
 
 router = APIRouter(tags=["accounts"], route_class=TypedRoute, responses=ERROR_RESPONSES)
@@ -164,6 +165,7 @@ async def end_session(request: Request, app: str, session: str) -> Response:
 
 @router.post("/{app}/orgs", status_code=201, dependencies=[Depends(signed_bearer)])
 async def create_org(request: Request, app: str, body: NewMemberOrgBody) -> dict[str, Any]:
+    await throttle_bearer(request, app, ORG_CREATION)
     svc = services(request)
     async with svc.tx() as conn:
         caller = await account_caller(conn, svc.tokens, request.headers.get("authorization"), app)

@@ -21,13 +21,13 @@ from authoric.accounts.caller import account_caller
 from authoric.accounts.joining import AcceptInvitation, accept_invitation
 from authoric.accounts.org_invitations import NewInvitation
 from authoric.auth.principals import bearer
-from authoric.auth.ratelimit import MAIL
+from authoric.auth.ratelimit import INVITATIONS, MAIL
 from authoric.catalog.apps import find_app
 from authoric.console import audit
 from authoric.http.accounts import mail_committed, postbox, signed_bearer
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import services
-from authoric.http.sessions import throttle
+from authoric.http.sessions import throttle, throttle_bearer
 from authoric.tenancy import keys, org_members
 from authoric.tenancy.acting import Acting, acting
 from authoric.tenancy.keys import NewKey
@@ -123,6 +123,8 @@ async def delete_key(request: Request, app: str, key: str) -> Response:
 @router.post("/{app}/org/invitations", status_code=201, dependencies=[Depends(signed_bearer)])
 async def create_invitation(request: Request, app: str,
                             body: NewInvitationBody) -> dict[str, Any]:
+    await throttle(request, app, body.normalized_email, MAIL)
+    await throttle_bearer(request, app, INVITATIONS)
     svc = services(request)
     async with as_member(request, app, writes=True) as (conn, who):
         invitation, token = await invitations.member_invites(conn, who, body)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from authoric.auth import sessions
 from authoric.auth.credentials import Login, RefreshToken
+from authoric.auth.principals import bearer
 from authoric.auth.ratelimit import LOGIN
 from authoric.catalog.apps import find_app
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
@@ -29,6 +30,14 @@ async def throttle(request: Request, app: str, email: str | None = None,
     async with svc.tx() as conn:
         verdict = await svc.token_limiter.count(conn, app, client, email, kinds)
     verdict.raise_if_over()
+
+
+async def throttle_bearer(request: Request, app: str, kinds: tuple[str, str]) -> None:
+    """`throttle` per client address and per the bearer's user (its signature checked
+    here; the route resolves the caller in full): for what a signed-in user does to others,
+    such as sending invitations or creating orgs."""
+    claims = services(request).tokens.access(bearer(request.headers.get("authorization")))
+    await throttle(request, app, str(claims.user_uid), kinds)
 
 
 @router.post("/{app}/auth/token")
