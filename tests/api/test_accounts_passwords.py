@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Iterator
 
 import httpx
+import pytest
 
 from tests.accounts import (
     account_caller,
@@ -21,6 +23,7 @@ from tests.accounts import (
     without_request_id,
 )
 from tests.scenario import AppWorld, Caller, expect
+from tests.servers import ServerProcess, start_server
 
 
 def _forgot(world: AppWorld, email: str) -> httpx.Response:
@@ -152,6 +155,75 @@ def test_a_user_changing_their_password_keeps_this_session_and_ends_the_others(
     expect(world.admin.client.post(refresh, json={"refresh_token": elsewhere.refresh_token}), 401)
     expect(world.admin.client.post(refresh, json={"refresh_token": here.refresh_token}), 200)
     expect(_login(world, user["email"], "a new password", org), 200)
+
+
+def test_a_password_change_ends_the_access_tokens_of_the_users_other_orgs(
+        world: AppWorld) -> None:
+    """A token stolen for another org of the user stops working at once, not at its expiry;
+    the caller's own token goes on."""
+    world.table("notes", [{"name": "body", "type": "text"}])
+    world.role("writer", ["notes:*"])
+    here_org, other_org = world.org("Northwind"), world.org("Southwind")
+    user = world.user()
+    for org in (here_org, other_org):
+        world.member(org, user["uid"], ["writer"])
+    here, there = world.login(user, here_org), world.login(user, other_org)
+    expect(there.get(world.rows("notes")), 200)
+    expect(here.post(f"/{world.name}/auth/password",
+                     json={"current": user["password"], "password": "a new password"}), 204)
+    expect(there.get(world.rows("notes")), 401, "UNAUTHENTICATED")
+    expect(here.get(world.rows("notes")), 200)
+    expect(here.get(f"/{world.name}/auth/me"), 200)
+
+
+def test_a_password_change_with_an_account_token_ends_every_org_token(world: AppWorld) -> None:
+    world.table("notes", [{"name": "body", "type": "text"}])
+    world.role("writer", ["notes:*"])
+    open_sign_up(world, emailVerification="off")
+    email = new_email()
+    pair = expect(world.admin.client.post(f"/{world.name}/auth/signup", json={
+        "email": email, "password": "a long password"}), 201)
+    account = Caller(world.admin.client, pair["access_token"], pair["refresh_token"])
+    me = expect(account.get(f"/{world.name}/auth/me"), 200)
+    org = world.org("Northwind")
+    world.member(org, me["user"]["uid"], ["writer"])
+    member = Caller(world.admin.client, expect(_login(
+        world, email, "a long password", org), 200)["access_token"])
+    expect(member.get(world.rows("notes")), 200)
+    expect(account.post(f"/{world.name}/auth/password",
+                        json={"current": "a long password", "password": "a new password"}), 204)
+    expect(member.get(world.rows("notes")), 401, "UNAUTHENTICATED")
+    expect(account.get(f"/{world.name}/auth/me"), 200)
+
+
+@pytest.fixture(scope="module")
+def strict(database_url: str, tmp_path_factory: pytest.TempPathFactory,
+           ) -> Iterator[ServerProcess]:
+    """A server allowing 3 sign-in attempts per account a window."""
+    proc = start_server(database_url, tmp_path_factory.mktemp("strict-logins"),
+                        AUTHORIC_LOGIN_ACCOUNT_LIMIT="3")
+    yield proc
+    proc.stop()
+
+
+def test_guesses_at_the_current_password_count_as_sign_in_attempts(
+        strict: ServerProcess) -> None:
+    """A stolen access token gives no more guesses at the password than the sign-in route:
+    both count on the account's one counter, past which both answer 429."""
+    with httpx.Client(base_url=strict.url, timeout=30) as client:
+        world = AppWorld.create(strict, client)
+        org = world.org("Northwind")
+        user = world.user()
+        world.member(org, user["uid"], [])
+        stolen = world.login(user, org)  # attempt 1
+        path = f"/{world.name}/auth/password"
+        for _ in range(2):  # attempts 2 and 3
+            expect(stolen.post(path, json={"current": "a guess", "password": "a new password"}),
+                   401, "UNAUTHENTICATED")
+        over = stolen.post(path, json={"current": user["password"], "password": "a new password"})
+        expect(over, 429, "TOO_MANY_REQUESTS")
+        assert int(over.headers["Retry-After"]) >= 1
+        expect(_login(world, user["email"], user["password"], org), 429)
 
 
 def test_a_password_change_needs_a_token(world: AppWorld) -> None:

@@ -149,26 +149,34 @@ async def reset_password(conn: AsyncConnection, app: Any, body: PasswordReset) -
     return {"reset": True}
 
 
-async def end_access_tokens(conn: AsyncConnection, app_uid: uuid.UUID,
-                            user_uid: uuid.UUID) -> None:
-    """Every access token of the user issued so far stops working. An org token names its
-    membership (`mid`), which every request checks as it looks up roles: each membership
-    gets a new one. An account token names its session, which must be live (revoke_sessions
-    ended them). The app's version moves so open streams re-judge their subscribers."""
-    await conn.execute(update(t.members).where(t.members.c.user_uid == user_uid)
-                       .values(uid=func.gen_random_uuid()))
+async def end_access_tokens(conn: AsyncConnection, app_uid: uuid.UUID, user_uid: uuid.UUID,
+                            keep_org: uuid.UUID | None = None) -> None:
+    """Every access token of the user issued so far stops working (but those for `keep_org`).
+    An org token names its membership (`mid`), which every request checks as it looks up
+    roles: each membership gets a new one. An account token names its session, which must be
+    live (revoke_sessions ended them). The app's version moves so open streams re-judge
+    their subscribers."""
+    m = t.members
+    await conn.execute(update(m).where(m.c.user_uid == user_uid, *(
+        [] if keep_org is None else [m.c.org_uid != keep_org])).values(uid=func.gen_random_uuid()))
     await bump_version(conn, app_uid)
 
 
 async def change_password(conn: AsyncConnection, caller: AccountCaller,
                           body: PasswordChange) -> None:
-    """401 for a wrong `current`; the caller's other sessions end, this one stays."""
+    """401 for a wrong `current`; the caller's session stays, every other one ends, and so do
+    the access tokens of the user's other orgs (and every account token but the caller's).
+    The caller's access token stays good (the contract answers 204, with no new token to
+    replace it), so tokens of the caller's own org issued to other sessions live out their
+    few minutes: their sessions can no longer refresh them."""
     if not await verify_password(caller.user.password_hash, body.current):
         raise Unauthenticated("the current password is wrong")
     check_password(app_settings(caller.app["settings"]), body.password)
     await conn.execute(update(t.users).where(t.users.c.uid == caller.user.uid)
                        .values(password_hash=await hash_password(body.password)))
     await revoke_sessions(conn, caller.user.uid, keep=caller.claims.session)
+    await end_access_tokens(conn, caller.app["uid"], caller.user.uid,
+                            keep_org=caller.claims.org_uid)
 
 
 async def me(conn: AsyncConnection, caller: AccountCaller) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from authoric.accounts.models import (
     SwitchOrg,
 )
 from authoric.accounts.orgs import create_member_org
-from authoric.auth.ratelimit import MAIL, ORG_CREATION
+from authoric.auth.ratelimit import LOGIN, MAIL, ORG_CREATION
 from authoric.catalog.apps import find_app
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import Services, services
@@ -123,6 +123,11 @@ async def reset(request: Request, app: str, body: PasswordResetBody) -> dict[str
 @router.post("/{app}/auth/password", status_code=204, dependencies=[Depends(signed_bearer)])
 async def change_password(request: Request, app: str, body: PasswordChangeBody) -> Response:
     svc = services(request)
+    async with svc.tx() as conn:
+        caller = await account_caller(conn, svc.tokens, request.headers.get("authorization"), app)
+    # A guess at `current` is a sign-in attempt: counted with sign-ins, per client address
+    # and per account, so a stolen token gives no more guesses than the sign-in route does.
+    await throttle(request, app, caller.user.email, LOGIN)
     async with svc.password_work, svc.tx() as conn:
         caller = await account_caller(conn, svc.tokens, request.headers.get("authorization"), app)
         await service.change_password(conn, caller, body)
