@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import Any
 
 import httpx
 
@@ -88,14 +89,19 @@ def test_forgot_and_sign_up_take_about_as_long_for_known_and_unknown_emails(
     assert unknown_time < 3 * known_time + 0.1, (known_time, unknown_time)
 
 
-def test_a_reset_link_sets_the_password_once_and_ends_every_session_and_token(
-        world: AppWorld) -> None:
+def _a_writer_of_notes(world: AppWorld) -> tuple[dict[str, Any], str, Caller]:
+    """A user who writes notes in an org: (user, org uid, their signed-in caller there)."""
     world.table("notes", [{"name": "body", "type": "text"}])
     world.role("writer", ["notes:*"])
     org = world.org("Northwind")
     user = world.user()
     world.member(org, user["uid"], ["writer"])
-    member = world.login(user, org)
+    return user, org, world.login(user, org)
+
+
+def test_a_reset_link_sets_the_password_once_and_ends_every_session_and_token(
+        world: AppWorld) -> None:
+    user, org, member = _a_writer_of_notes(world)
     expect(member.get(world.rows("notes")), 200)
     expect(_forgot(world, user["email"]), 202)
     token = token_in(mails_to(world, user["email"])[0])
@@ -112,12 +118,7 @@ def test_a_reset_link_sets_the_password_once_and_ends_every_session_and_token(
 def test_a_reset_ends_the_open_streams_of_tokens_issued_before_it(world: AppWorld) -> None:
     """Someone holding a stolen token keeps no stream open past the owner's reset: each
     stream gets `reauth` {"reason": "revoked"} and ends; a stream opened after it stays."""
-    world.table("notes", [{"name": "body", "type": "text"}])
-    world.role("writer", ["notes:*"])
-    org = world.org("Northwind")
-    user = world.user()
-    world.member(org, user["uid"], ["writer"])
-    member = world.login(user, org)
+    user, org, member = _a_writer_of_notes(world)
     url = world.server.url
     per_table = SSEClient(url, f"{world.rows('notes')}/subscribe", member.token)
     several = SSEClient(url, f"/{world.name}/subscribe", member.token,
