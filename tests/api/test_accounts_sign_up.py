@@ -7,6 +7,7 @@ table routes."""
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from tests.accounts import (
     account_caller,
@@ -139,3 +140,42 @@ def test_operator_created_users_are_verified(world: AppWorld) -> None:
     user = world.user()
     users = expect(world.admin.get(f"{world.base}/users"), 200)["items"]
     assert [u["emailVerified"] for u in users if u["uid"] == user["uid"]] == [True]
+
+
+NOT_ONE_ADDRESS = ["a,victim@corp.test", "a@corp.test,victim@corp.test", "a;victim@corp.test",
+                   "Ann <victim@corp.test>", "<victim@corp.test>", '"a,b"@corp.test',
+                   "a(comment)@corp.test", "a b@corp.test", "a@corp.test\r\nBcc: victim@corp.test",
+                   "a@[127.0.0.1]", "a\\b@corp.test", "no-at-sign", "a@-corp.test"]
+
+
+@pytest.mark.parametrize("address", NOT_ONE_ADDRESS)
+def test_every_route_that_takes_an_email_refuses_anything_but_one_address(
+        world: AppWorld, address: str) -> None:
+    """A value a mail composer could read as several recipients, a display name or a header
+    is refused with 422 wherever an address enters: sign-up, resend, forgot, a member's and
+    the operator's invitations, and the operator's new user. No mail is queued."""
+    open_sign_up(world)
+    expect(world.admin.put(f"{world.base}/roles/lead", json={
+        "permissions": ["org.members:*"], "grants": ["lead"]}), 200)
+    org = world.org("Acme")
+    lead = world.caller(org, ["lead"])
+    client, app = world.admin.client, world.name
+    calls = [
+        client.post(f"/{app}/auth/signup", json={"email": address, "password": "a long password"}),
+        client.post(f"/{app}/auth/verify/resend", json={"email": address}),
+        client.post(f"/{app}/auth/password/forgot", json={"email": address}),
+        lead.post(f"/{app}/org/invitations", json={"email": address, "roles": []}),
+        world.admin.post(f"{world.base}/orgs/{org}/invitations",
+                         json={"email": address, "roles": []}),
+        world.admin.post(f"{world.base}/users", json={"email": address, "password": "long enough"}),
+    ]
+    for answer in calls:
+        expect(answer, 422, "VALIDATION_FAILED")
+    assert expect(world.admin.get(f"{world.base}/mail"), 200)["items"] == []
+
+
+def test_an_address_is_kept_trimmed_and_in_lower_case(world: AppWorld) -> None:
+    open_sign_up(world)
+    email = new_email()
+    expect(_sign_up(world, f"  {email.upper()} "), 202)
+    assert [m["to"] for m in mails_to(world, email)] == [email]

@@ -62,7 +62,7 @@ def test_a_settings_change_carries_only_the_settings_it_names() -> None:
 
 def test_a_new_users_email_is_kept_trimmed_and_in_lower_case() -> None:
     assert _parse(NewUser, {"email": " Ada@Example.COM ", "password": "long enough"}
-                  ).normalized_email == "ada@example.com"
+                  ).email == "ada@example.com"
 
 
 def test_login_may_leave_out_the_org() -> None:

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from authoric.auth.emails import Email
 from authoric.catalog.apps import MAX_PASSWORD_BYTES
 
-EMAIL_PATTERN = r"^\s*[^@\s]+@[^@\s]+\s*$"
 # Characters are at most 4 bytes: the byte limit itself is judged by `check_password`.
 Password = Annotated[str, Field(min_length=1, max_length=MAX_PASSWORD_BYTES)]
 
@@ -20,22 +20,14 @@ class _Body(BaseModel):
 class SignUp(_Body):
     """`POST /{app}/auth/signup`."""
 
-    email: str = Field(pattern=EMAIL_PATTERN, max_length=320)
+    email: Email
     password: Password
-
-    @property
-    def normalized_email(self) -> str:
-        return self.email.strip().lower()
 
 
 class EmailAddress(_Body):
     """`POST /{app}/auth/verify/resend` and `POST /{app}/auth/password/forgot`."""
 
-    email: str = Field(max_length=320)
-
-    @property
-    def normalized_email(self) -> str:
-        return self.email.strip().lower()
+    email: Email
 
 
 class MailedToken(_Body):

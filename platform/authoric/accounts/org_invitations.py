@@ -31,6 +31,7 @@ from authoric.accounts.mail_tokens import (
     invalid_token,
     token_hash,
 )
+from authoric.auth.emails import Email
 from authoric.catalog.roles import ORG_MEMBERS
 from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
@@ -44,12 +45,8 @@ class NewInvitation(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    email: str = Field(pattern=r"^\s*[^@\s]+@[^@\s]+\s*$", max_length=320)
+    email: Email
     roles: list[str] = Field(max_length=100)
-
-    @property
-    def normalized_email(self) -> str:
-        return self.email.strip().lower()
 
 
 def _at(seconds: float) -> dt.datetime:
@@ -73,7 +70,7 @@ async def invite(conn: AsyncConnection, app_uid: uuid.UUID, org_uid: uuid.UUID,
     `who` (None: the operator) replaces only a pending invitation whose roles lie within
     their grants, as revoking it would need: 403 `role_not_grantable` otherwise."""
     roles = await known_roles(conn, app_uid, new.roles)
-    email = new.normalized_email
+    email = new.email
     member = await conn.scalar(select(t.members.c.user_uid).join(
         t.users, t.users.c.uid == t.members.c.user_uid).where(
         t.members.c.org_uid == org_uid, t.users.c.email == email))

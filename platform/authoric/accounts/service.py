@@ -74,7 +74,7 @@ async def sign_up(tx: Transaction, secret: str, app_ref: str, body: SignUp, post
     if settings.sign_up != "open":
         raise Forbidden("this app does not take sign-ups", {"reason": "sign_up_closed"})
     check_password(settings, body.password)
-    email = body.normalized_email
+    email = body.email
     password_hash = await hash_password(body.password)  # known or not: the same work
     async with tx() as conn:
         uid = await _insert_user(conn, app["uid"], email, password_hash)
@@ -116,7 +116,7 @@ async def resend_verification(conn: AsyncConnection, app: Any, body: EmailAddres
                               postbox: Postbox) -> None:
     """A new verify mail to an account whose email is not verified yet; nothing otherwise
     (the answer is the same)."""
-    user = await _user_by_email(conn, app["uid"], body.normalized_email)
+    user = await _user_by_email(conn, app["uid"], body.email)
     if user is None or user.email_verified_at is not None:
         return
     token = await mail_tokens.issue_mail_token(conn, app["uid"], mail_tokens.VERIFY,
@@ -127,7 +127,7 @@ async def resend_verification(conn: AsyncConnection, app: Any, body: EmailAddres
 async def forgot_password(conn: AsyncConnection, app: Any, body: EmailAddress,
                           postbox: Postbox) -> None:
     """A reset mail to a known email; nothing for an unknown one (the answer is the same)."""
-    user = await _user_by_email(conn, app["uid"], body.normalized_email)
+    user = await _user_by_email(conn, app["uid"], body.email)
     if user is None:
         return
     token = await mail_tokens.issue_mail_token(conn, app["uid"], mail_tokens.RESET,

@@ -75,7 +75,7 @@ def mail_committed(svc: Services) -> None:
 async def sign_up(request: Request, app: str, body: SignUpBody) -> JSONResponse:
     svc = services(request)
     async with svc.password_work:
-        await throttle(request, app, body.normalized_email, MAIL)
+        await throttle(request, app, body.email, MAIL)
         status, answer = await service.sign_up(svc.tx, svc.jwt_secret, app, body,
                                                postbox(request), request.headers.get("user-agent"))
     mail_committed(svc)
@@ -92,7 +92,7 @@ async def verify(request: Request, app: str, body: MailedTokenBody) -> dict[str,
 
 @router.post("/{app}/auth/verify/resend", status_code=202)
 async def resend(request: Request, app: str, body: EmailBody) -> dict[str, Any]:
-    await throttle(request, app, body.normalized_email, MAIL)
+    await throttle(request, app, body.email, MAIL)
     svc = services(request)
     async with svc.tx() as conn:
         await service.resend_verification(conn, await find_app(conn, app), body,
@@ -103,7 +103,7 @@ async def resend(request: Request, app: str, body: EmailBody) -> dict[str, Any]:
 
 @router.post("/{app}/auth/password/forgot", status_code=202)
 async def forgot(request: Request, app: str, body: EmailBody) -> dict[str, Any]:
-    await throttle(request, app, body.normalized_email, MAIL)
+    await throttle(request, app, body.email, MAIL)
     svc = services(request)
     async with svc.tx() as conn:
         await service.forgot_password(conn, await find_app(conn, app), body, postbox(request))

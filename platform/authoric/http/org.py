@@ -123,7 +123,7 @@ async def delete_key(request: Request, app: str, key: str) -> Response:
 @router.post("/{app}/org/invitations", status_code=201, dependencies=[Depends(signed_bearer)])
 async def create_invitation(request: Request, app: str,
                             body: NewInvitationBody) -> dict[str, Any]:
-    await throttle(request, app, body.normalized_email, MAIL)
+    await throttle(request, app, body.email, MAIL)
     await throttle_bearer(request, app, INVITATIONS)
     svc = services(request)
     async with as_member(request, app, writes=True) as (conn, who):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from authoric.auth.emails import Email
+
 # A pattern matching anywhere: at least one character that is not white space.
 NOT_BLANK = r"\S"
 
@@ -21,12 +23,8 @@ class NewUser(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    email: str = Field(pattern=r"^\s*[^@\s]+@[^@\s]+\s*$", max_length=320)
+    email: Email
     password: str = Field(pattern=NOT_BLANK, min_length=8, max_length=1024)
-
-    @property
-    def normalized_email(self) -> str:
-        return self.email.strip().lower()
 
 
 class Membership(BaseModel):

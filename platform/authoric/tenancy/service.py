@@ -93,7 +93,7 @@ async def delete_org(conn: AsyncConnection, app_ref: str, org_ref: str) -> None:
 
 async def create_user(conn: AsyncConnection, app_ref: str, new: NewUser) -> dict[str, Any]:
     app = await find_app(conn, app_ref)
-    email, password = new.normalized_email, new.password
+    email, password = new.email, new.password
     uid = uuid7()
     try:
         async with conn.begin_nested():
