@@ -25,6 +25,8 @@ from tests.scenario import AppWorld, expect
 from tests.servers import ServerProcess, start_server
 from tests.smtp import SmtpServer, body_text, html_text
 
+MAX_ATTEMPTS = 3
+
 
 @pytest.fixture(scope="module")
 def smtp() -> Iterator[SmtpServer]:
@@ -37,7 +39,8 @@ def smtp() -> Iterator[SmtpServer]:
 def mailing_server(database_url: str, tmp_path_factory: pytest.TempPathFactory,
                    smtp: SmtpServer) -> Iterator[ServerProcess]:
     proc = start_server(database_url, tmp_path_factory.mktemp("smtp"),
-                        AUTHORIC_SMTP_URL=smtp.url, **FAST_RETRIES)
+                        AUTHORIC_SMTP_URL=smtp.url, AUTHORIC_MAIL_MAX_ATTEMPTS=str(MAX_ATTEMPTS),
+                        **FAST_RETRIES)
     yield proc
     proc.stop()
 
@@ -88,6 +91,19 @@ def test_a_mail_the_server_refuses_for_good_is_marked_failed_with_its_answer(
     wait_until(lambda: mailbox(mailing)[0]["status"] != "pending")
     [mail] = mailbox(mailing)
     assert mail["status"] == "failed" and mail["error"].startswith("5")
+    assert (mail["text"], mail["html"]) == (None, None)  # its verify link is not kept
+
+
+def test_a_mail_refused_for_now_on_every_try_is_marked_failed_and_keeps_no_body(
+        mailing: AppWorld, smtp: SmtpServer) -> None:
+    email = new_email()
+    smtp.inbox.refuse_next = MAX_ATTEMPTS
+    sign_up(mailing, email)
+    wait_until(lambda: mailbox(mailing)[0]["status"] != "pending")
+    [mail] = mailbox(mailing)
+    assert mail["status"] == "failed" and mail["error"].startswith("4")
+    assert (mail["text"], mail["html"]) == (None, None)
+    assert smtp.inbox.to(email) == []
 
 
 def test_a_rolled_back_change_sends_no_mail(mailing: AppWorld, smtp: SmtpServer) -> None:

@@ -337,7 +337,7 @@ mail_tokens = Table(
 # Every mail (mail.outbox), written in the transaction of the change that causes it.
 # `status`: `pending` (the sender will try, at `next_attempt_at`), `sent`, `failed` (`error`
 # says why), or `mailbox` (no SMTP server: the app's mailbox is where it goes). Bodies of
-# mail sent through SMTP are cleared once sent.
+# mail sent through SMTP are cleared once sent or failed.
 mail_outbox = Table(
     "mail_outbox", metadata,
     Column("id", BigInteger, primary_key=True, autoincrement=True),

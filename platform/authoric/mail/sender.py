@@ -7,7 +7,8 @@ connection) for the next sender. What the SMTP server accepted is marked `sent` 
 cleared; a temporary failure (4xx, timeout, connection refused) is tried again after a
 backoff that doubles each time (`AUTHORIC_MAIL_RETRY_BASE`), until
 `AUTHORIC_MAIL_MAX_ATTEMPTS`; a permanent one (5xx) is marked `failed` with the server's
-answer. Delivery is at least once: a process killed after the server accepted a mail and
+answer. A failed mail's body is cleared too: it is never sent again, and its links hold live
+tokens. Delivery is at least once: a process killed after the server accepted a mail and
 before its commit sends it again.
 """
 
@@ -30,6 +31,9 @@ from authoric.settings import Settings
 log = logging.getLogger("authoric.mail")
 MAX_BACKOFF = 3600.0
 MAX_ERROR_CHARS = 1000
+# A mail done with, sent or failed, keeps no body: its links hold live tokens (verify,
+# reset, invitation) that only its recipient may read.
+NO_BODY = {"text_body": None, "html_body": None}
 
 
 def backoff(base: float, attempts: int) -> float:
@@ -94,7 +98,8 @@ class MailSender:
         except (Temporary, TimeoutError) as exc:
             error = str(exc)[:MAX_ERROR_CHARS] or "timed out"
             if attempts >= self.max_attempts:
-                await conn.execute(done.values(status=FAILED, attempts=attempts, error=error))
+                await conn.execute(done.values(status=FAILED, attempts=attempts, error=error,
+                                               **NO_BODY))
                 return
             wait = backoff(self.retry_base, attempts)
             log.info("mail %s: temporary failure (%s), again in %.1fs", row["id"], error, wait)
@@ -104,10 +109,10 @@ class MailSender:
             return
         except Permanent as exc:
             await conn.execute(done.values(status=FAILED, attempts=attempts,
-                                           error=str(exc)[:MAX_ERROR_CHARS]))
+                                           error=str(exc)[:MAX_ERROR_CHARS], **NO_BODY))
             return
         await conn.execute(done.values(status=SENT, attempts=attempts, error=None,
-                                       sent_at=func.now(), text_body=None, html_body=None))
+                                       sent_at=func.now(), **NO_BODY))
 
 
 def start_mail_sender(settings: Settings, engine: AsyncEngine) -> MailSender | None:
