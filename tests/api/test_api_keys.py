@@ -273,3 +273,20 @@ def test_a_key_of_another_org_cannot_be_revoked_by_uid(shop: dict[str, Any]) -> 
                                      json={"name": "x", "roles": ["writer"]}), 201)
     expect(shop["owner"].delete(f"/{world.name}/org/keys/{theirs['uid']}"), 404, "NOT_FOUND")
     expect(world.admin.delete(f"{keys_path(shop)}/{theirs['uid']}"), 404, "NOT_FOUND")
+
+
+@pytest.mark.parametrize("expires_at", ["9999-12-31T23:59:59-12:00", "10000-01-01T00:00:00Z",
+                                        "2026-01-01T00:00:00"])
+def test_a_key_expiring_at_an_instant_past_the_year_9999_or_without_offset_is_refused(
+        shop: dict[str, Any], expires_at: str) -> None:
+    """An offset can take 9999-12-31 into the year 10000 in UTC, which no timestamp on the way
+    to PostgreSQL and back can carry: 422 naming `expiresAt`, from the operator and a member."""
+    world = shop["world"]
+    body = {"name": "far", "roles": ["writer"], "expiresAt": expires_at}
+    for answer in (world.admin.post(keys_path(shop), json=body),
+                   shop["owner"].post(f"/{world.name}/org/keys", json=body)):
+        refused = expect(answer, 422, "VALIDATION_FAILED")
+        assert [e["field"] for e in refused["error"]["details"]["errors"]] == ["expiresAt"]
+    assert expect(world.admin.get(keys_path(shop)), 200)["items"] == []
+    expect(world.admin.post(keys_path(shop), json={**body, "expiresAt": "9999-12-31T00:00:00Z"}),
+           201)

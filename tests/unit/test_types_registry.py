@@ -67,7 +67,8 @@ BAD: dict[str, list[Any]] = {
     "integer": ["5", True, 1.5, 2**63, -(2**63) - 1, [1], {}],
     "numeric": [True, "ten", "NaN", "Infinity", "-inf", [1], {}, "1e200000"],
     "boolean": ["true", 1, 0, "yes", [True]],
-    "timestamp": ["2026-01-31T12:00:00", "yesterday", "2026-13-01T00:00:00Z", 1700000000],
+    "timestamp": ["2026-01-31T12:00:00", "yesterday", "2026-13-01T00:00:00Z", 1700000000,
+                  "9999-12-31T23:59:59-12:00", "0001-01-01T00:00:00+01:00"],
     "date": ["31/01/2026", "2026-02-30", 20260131, "2026-01-31T00:00:00Z"],
     "uuid": ["not-a-uuid", 5, "0199a0c2-0000-7000-8000"],
     "json": [],  # any JSON value is JSON; only depth is refused (below)

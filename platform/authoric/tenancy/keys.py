@@ -10,9 +10,9 @@ streams of the key sent `reauth` `revoked`.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
@@ -21,7 +21,7 @@ from authoric import clock
 from authoric.auth.api_keys import key_hash, new_key
 from authoric.catalog.apps import bump_version
 from authoric.catalog.roles import ORG_KEYS
-from authoric.catalog.types import rfc3339
+from authoric.catalog.types import in_utc_years, rfc3339
 from authoric.db import tables as t
 from authoric.errors import NotFound, ValidationFailed
 from authoric.tenancy.acting import OPERATOR_ACTOR, Acting, parse_uid
@@ -36,7 +36,8 @@ class NewKey(BaseModel):
 
     name: str = Field(pattern=NOT_BLANK, max_length=200)
     roles: list[str] = Field(max_length=100)
-    expires_at: AwareDatetime | None = Field(default=None, alias="expiresAt")
+    expires_at: Annotated[AwareDatetime, AfterValidator(in_utc_years)] | None = Field(
+        default=None, alias="expiresAt")
 
 
 def _view(row: Any) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from authoric.catalog.types.builtin import (
     INT64,
     MAX_JSON_DEPTH,
     TRUE_WORDS,
+    in_utc_years,
     rfc3339,
 )
 
@@ -32,7 +33,8 @@ TEXTUAL_TYPES: frozenset[str] = frozenset(name for name, kind in REGISTRY.items(
 __all__ = [
     "COLUMN_TYPES", "FALSE_WORDS", "INT64", "MAX_JSON_DEPTH", "REGISTRY", "TEXTUAL_TYPES", "TRUE_WORDS",
     "BadValue",
-    "ColumnType", "column_type", "parse_json", "parse_text", "render", "rfc3339", "sql_type",
+    "ColumnType", "column_type", "in_utc_years", "parse_json", "parse_text", "render", "rfc3339",
+    "sql_type",
 ]
 
 

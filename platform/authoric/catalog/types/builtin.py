@@ -43,6 +43,17 @@ def rfc3339(t: dt.datetime) -> str:
     return orjson.dumps(t, option=orjson.OPT_UTC_Z)[1:-1].decode()
 
 
+def in_utc_years(t: dt.datetime) -> dt.datetime:
+    """`t`, an aware instant, unless in UTC it falls outside the years 1 to 9999: an offset
+    takes 9999-12-31T23:00-12:00 into the year 10000, which nothing on the way to or from
+    PostgreSQL can carry (ValueError naming the bound)."""
+    try:
+        t.astimezone(dt.UTC)
+    except OverflowError as exc:
+        raise ValueError("the instant falls outside the years 1 to 9999 in UTC") from exc
+    return t
+
+
 def _sql_words(words: tuple[str, ...]) -> str:
     return ", ".join(f"'{w}'" for w in words)
 
@@ -194,7 +205,10 @@ class Timestamp(ColumnType):
             raise BadValue("expected an RFC 3339 timestamp") from exc
         if t.tzinfo is None:
             raise BadValue("timestamp needs a UTC offset, e.g. 2026-01-31T12:00:00Z")
-        return t
+        try:
+            return in_utc_years(t)
+        except ValueError as exc:
+            raise BadValue(str(exc)) from exc
 
     def parse_text(self, raw: str) -> dt.datetime:
         # Text sources (CSV cells, query strings) may pad values, as for numbers.
