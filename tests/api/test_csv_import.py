@@ -180,6 +180,22 @@ def test_clerk_importing_values_that_do_not_fit_their_columns_gets_each_one_list
     assert _things(ledger, clerk) == []
 
 
+def test_clerk_importing_an_instant_past_the_year_9999_in_utc_gets_it_refused_and_lists_work(
+        ledger: AppWorld) -> None:
+    """PostgreSQL would store 9999-12-31T23:59:59-12:00 (the year 10000 in UTC), and then no
+    list of the table could be answered: the cell is refused like any that does not fit."""
+    clerk = _clerk(ledger)
+    csv = ("title,due_at\n"
+           "last,9999-12-31T00:00:00Z\n"
+           "past,9999-12-31T23:59:59-12:00\n"
+           "before,0001-01-01T00:00:00+01:00\n")
+    rows = _errors(_import(clerk, ledger, "things", csv))
+    assert [(r["line"], r["column"]) for r in rows] == [(3, "due_at"), (4, "due_at")]
+    assert _things(ledger, clerk) == []
+    expect(_import(clerk, ledger, "things", "title,due_at\nlast,9999-12-31T00:00:00Z\n"), 201)
+    assert [r["due_at"] for r in _things(ledger, clerk)] == ["9999-12-31T00:00:00Z"]
+
+
 # Header ------------------------------------------------------------------------------------
 
 def test_clerk_importing_a_file_with_an_unknown_column_gets_422_naming_it_before_any_row(

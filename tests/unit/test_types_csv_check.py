@@ -23,7 +23,8 @@ CELLS: dict[str, list[str]] = {
                 "of", "maybe"],
     "timestamp": ["2026-01-31T12:00:00Z", "2026-01-31 12:00:00+02", "2026-01-31T12:00:00+02:00",
                   "2026-01-31T12:00:00", "2026-01-31", "Jan 31 2026", "now", "epoch",
-                  "2026-01-31T12:00:00 PST"],
+                  "2026-01-31T12:00:00 PST", "9999-12-31T23:59:59-12:00",
+                  "0001-01-01T00:00:00+01:00", "9999-12-31T00:00:00Z"],
     "date": ["2026-01-31", " 2026-01-31 ", "2026/01/31", "Jan 31 2026", "20260131", "today",
              "2026-02-30"],
     "uuid": ["0199a0c2-0000-7000-8000-000000000001", "{0199a0c2-0000-7000-8000-000000000001}",
@@ -32,6 +33,9 @@ CELLS: dict[str, list[str]] = {
              + "]" * (MAX_JSON_DEPTH + 1), "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH],
     "reference": ["0199a0c2-0000-7000-8000-000000000001", "zzz"],
 }
+
+
+UNREADABLE = "a value PostgreSQL stores that the driver cannot read back"
 
 
 async def _fast_path_verdict(conn: asyncpg.Connection, name: str, cell: str) -> tuple[bool, Any]:
@@ -45,6 +49,8 @@ async def _fast_path_verdict(conn: asyncpg.Connection, name: str, cell: str) -> 
         value: Any = await conn.fetchval(f"SELECT {kind.csv_cast(ref)} FROM {source}", cell)
     except asyncpg.PostgresError as exc:
         value = exc
+    except OverflowError:  # PostgreSQL took it, but no answer could carry it back
+        value = UNREADABLE
     return flagged, value
 
 

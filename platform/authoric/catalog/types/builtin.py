@@ -32,6 +32,7 @@ PLAIN_INTEGER = r"^\s*[+-]?[0-9]+\s*$"
 PLAIN_DECIMAL = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
 # An ISO 8601 / RFC 3339 timestamp that carries an offset, as the fast CSV path checks it in SQL.
 ISO_TIMESTAMP_WITH_OFFSET = r"^\s*\d{4}-\d{2}-\d{2}[Tt ].*([Zz]|[+-]\d{2}(:?\d{2})?)\s*$"
+EDGE_YEARS = r"^\s*(0000|0001|9999)-"
 
 
 def rfc3339(t: dt.datetime) -> str:
@@ -221,7 +222,9 @@ class Timestamp(ColumnType):
         return {"type": "string", "format": "date-time"}
 
     def csv_suspicious(self, ref: str) -> str:
-        return f"{ref} !~ '{ISO_TIMESTAMP_WITH_OFFSET}'"
+        # The first and last years go the careful way: an offset can take them past the
+        # years PostgreSQL's answers can be read back in (`in_utc_years`).
+        return f"({ref} !~ '{ISO_TIMESTAMP_WITH_OFFSET}' OR {ref} ~ '{EDGE_YEARS}')"
 
 
 class Date(ColumnType):
