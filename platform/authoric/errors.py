@@ -86,6 +86,16 @@ class InternalError(AuthoricError):
 MAX_LISTED_ERRORS = 100
 
 
+IMPERSONATION_READ_ONLY = "impersonation_read_only"
+
+
+def read_only(what: str, details: dict[str, Any] | None = None) -> Forbidden:
+    """403 for a write with the operator's view-as token (contract 2a), with the one reason
+    code every route gives it."""
+    return Forbidden(f"a view-as token is read-only: it cannot {what}",
+                     {**(details or {}), "reason": IMPERSONATION_READ_ONLY})
+
+
 def invalid_body(exc: Exception, message: str = "the request body is invalid") -> ValidationFailed:
     """A 422 listing each field pydantic refused (`exc` is a pydantic ValidationError), at
     most MAX_LISTED_ERRORS of them."""

@@ -135,7 +135,8 @@ def test_a_bearer_that_no_longer_signs_in_the_invited_account_does_not_accept_fo
     world.member(other, person["uid"], ["clerk"])
     view_as = expect(world.admin.post(f"{world.base}/impersonate", json={
         "user": person["uid"], "org": other}), 200)["access_token"]
-    expect(accept(world, {"token": token}, view_as), 403, "FORBIDDEN")
+    refused = expect(accept(world, {"token": token}, view_as), 403, "FORBIDDEN")
+    assert refused["error"]["details"]["reason"] == "impersonation_read_only"
 
     pair = expect(accept(world, {"token": token}, world.login(person, other).token), 200)
     me = expect(Caller(world.admin.client, pair["access_token"]).get(f"/{world.name}/auth/me"), 200)

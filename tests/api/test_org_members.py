@@ -280,3 +280,37 @@ def test_an_api_key_is_no_bearer_on_the_org_routes(world: AppWorld) -> None:
     as_key = Caller(world.admin.client, key)
     expect(as_key.get(members_path(world)), 401, "UNAUTHENTICATED")
     expect(as_key.get(f"/{world.name}/org/keys"), 401, "UNAUTHENTICATED")
+
+
+def test_the_operators_view_as_token_is_refused_every_write_with_one_reason(
+        world: AppWorld) -> None:
+    """Viewing as the owner, the operator changes nothing: member, key and invitation writes,
+    and the account's own writes, all answer 403 `impersonation_read_only` (contract 2a)."""
+    shop = saas(world)
+    expect(world.admin.patch(world.base, json={"settings": {"orgCreation": "users"}}), 200)
+    owner, clerk = shop["people"]["owner"], shop["people"]["clerk"]
+    key = expect(world.admin.post(f"{world.base}/orgs/{shop['org']}/keys",
+                                  json={"name": "k", "roles": ["clerk"]}), 201)
+    invitation = expect(world.admin.post(f"{world.base}/orgs/{shop['org']}/invitations",
+                                         json={"email": "someone@example.com",
+                                               "roles": ["clerk"]}), 201)
+    token = expect(world.admin.post(f"{world.base}/impersonate", json={
+        "user": owner["uid"], "org": shop["org"]}), 200)["access_token"]
+    view_as = Caller(world.admin.client, token)
+    app = world.name
+    writes = [
+        view_as.put(members_path(world, clerk["uid"]), json={"roles": []}),
+        view_as.delete(members_path(world, clerk["uid"])),
+        view_as.post(f"/{app}/org/keys", json={"name": "mine", "roles": ["clerk"]}),
+        view_as.delete(f"/{app}/org/keys/{key['uid']}"),
+        view_as.post(f"/{app}/org/invitations", json={"email": "x@example.com", "roles": []}),
+        view_as.delete(f"/{app}/org/invitations/{invitation['uid']}"),
+        view_as.post(f"/{app}/auth/password", json={"current": owner["password"],
+                                                     "password": "a new password"}),
+        view_as.post(f"/{app}/orgs", json={"name": "Mine"}),
+        view_as.post(world.rows("notes"), json={"text": "x"}),
+    ]
+    for answer in writes:
+        refused = expect(answer, 403, "FORBIDDEN")
+        assert refused["error"]["details"]["reason"] == "impersonation_read_only", answer.request
+    assert expect(view_as.get(members_path(world)), 200)["items"]

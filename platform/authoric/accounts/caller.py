@@ -17,7 +17,7 @@ from authoric.auth.principals import bearer, load_facts
 from authoric.auth.tokens import Claims, VerifiedTokens
 from authoric.catalog.apps import find_app
 from authoric.db import tables as t
-from authoric.errors import Forbidden, Unauthenticated
+from authoric.errors import Unauthenticated, read_only
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ async def account_caller(conn: AsyncConnection, verified: VerifiedTokens, header
     if app["uid"] != claims.app_uid:
         raise Unauthenticated("token of another app")
     if claims.read_only:
-        raise Forbidden("a view-as token cannot act on the account", {"reason": "read_only"})
+        raise read_only("act on the account")
     roles: tuple[str, ...] = ()
     if claims.org_uid is not None:
         roles = (await load_facts(conn, claims, app_ref)).roles or ()

@@ -15,7 +15,7 @@ from authoric.catalog.enforcer import build_enforcer
 from authoric.catalog.roles import RoleDef
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
-from authoric.errors import Forbidden, TableLocked
+from authoric.errors import Forbidden, TableLocked, read_only
 from authoric.policy.decision import Decision, decide
 from authoric.policy.principal import Principal
 
@@ -57,9 +57,7 @@ def admit(snapshot: AppSnapshot, principal: Principal, table_name: str, action: 
                           {"table": table_name, "operation": OPERATION_OF[action]})
     if principal.read_only and action not in READ_ACTIONS:
         # An impersonation token is refused at the permission step, whatever the roles say.
-        raise Forbidden("an impersonation token is read-only",
-                        {"permission": f"{table_name}:{action}",
-                         "reason": "impersonation_read_only"})
+        raise read_only(f"{action} on {table_name!r}", {"permission": f"{table_name}:{action}"})
     decision = decide(snapshot, principal, table, action)
     if not decision.allowed:
         raise Forbidden(f"missing permission {table_name}:{action}",

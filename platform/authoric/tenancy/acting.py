@@ -23,7 +23,7 @@ from authoric.auth.tokens import Claims
 from authoric.catalog.enforcer import granting_roles
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.db import tables as t
-from authoric.errors import Forbidden, NotFound, Unauthenticated
+from authoric.errors import Forbidden, NotFound, Unauthenticated, read_only
 from authoric.tenancy.ceiling import grantable, judge
 
 OPERATOR_ACTOR: dict[str, Any] = {"kind": "operator"}
@@ -92,7 +92,7 @@ async def acting(conn: AsyncConnection, snapshots: SnapshotCache, claims: Claims
     until the transaction ends. 401 when the token's membership is gone; a "view as" token
     may read but never change anything (403)."""
     if writes and claims.read_only:
-        raise Forbidden("a view-as token is read-only", {"reason": "impersonation_read_only"})
+        raise read_only("change the org's members, invitations or keys")
     if claims.org_uid is None:
         await load_facts(conn, claims, app_ref)  # an account token: 404, 401 or 403 no_org
     assert claims.org_uid is not None
