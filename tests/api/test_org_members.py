@@ -273,6 +273,46 @@ def test_a_lead_whose_role_is_taken_away_while_they_wait_is_judged_on_the_new_ro
     assert (status, roles) == (403, [])
 
 
+def test_a_lead_lists_members_invitations_and_keys_while_a_change_to_their_membership_is_in_progress(
+        world: AppWorld, database_url: str) -> None:
+    """Reads lock nothing: with the owner's change to the lead's membership holding its row,
+    the lead's lists answer at once (from the last committed roles) instead of queueing."""
+    import asyncio
+
+    import asyncpg
+
+    s = saas(world)
+    lead_uid = s["people"]["lead"]["uid"]
+    lists = [members_path(world), f"/{world.name}/org/invitations", f"/{world.name}/org/keys"]
+    role(world, "lead", ["notes:*", "org.members:*", "org.keys:read_list"], ["clerk"])
+
+    async def scenario() -> list[int]:
+        conn = await asyncpg.connect(database_url)
+        try:
+            tx = conn.transaction()
+            await tx.start()
+            await conn.execute("UPDATE authoric.members SET roles = roles "
+                               "WHERE user_uid = $1", lead_uid)
+            loop = asyncio.get_running_loop()
+            reads = [loop.run_in_executor(None, lambda p=path: s["lead"].get(p))  # type: ignore[misc]
+                     for path in lists]
+            # Until every read answers; any of them waiting on the held row fails at once.
+            while not all(r.done() for r in reads):
+                waiting = await conn.fetchval(
+                    "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                    "WHERE NOT l.granted AND a.datname = current_database()")
+                if waiting:
+                    await tx.rollback()
+                    raise AssertionError("a read waited on the membership being changed")
+                await asyncio.sleep(0.02)
+            await tx.rollback()
+            return [(await r).status_code for r in reads]
+        finally:
+            await conn.close()
+
+    assert asyncio.run(scenario()) == [200, 200, 200]
+
+
 def test_an_api_key_is_no_bearer_on_the_org_routes(world: AppWorld) -> None:
     s = saas(world)
     key = expect(world.admin.post(f"{world.base}/orgs/{s['org']}/keys",

@@ -89,8 +89,9 @@ async def acting(conn: AsyncConnection, snapshots: SnapshotCache, claims: Claims
                  targets: Iterable[str] = (), *, writes: bool = False) -> Acting:
     """The token's member acting on their org, with their membership and the `targets`'
     (user uids of the same org; others are not locked, and are not members here) locked
-    until the transaction ends. 401 when the token's membership is gone; a "view as" token
-    may read but never change anything (403)."""
+    until the transaction ends when the request `writes` (a read locks nothing). 401 when
+    the token's membership is gone; a "view as" token may read but never change anything
+    (403)."""
     if writes and claims.read_only:
         raise read_only("change the org's members, invitations or keys")
     if claims.org_uid is None:
@@ -102,10 +103,12 @@ async def acting(conn: AsyncConnection, snapshots: SnapshotCache, claims: Claims
         with contextlib.suppress(ValueError):
             wanted.add(uuid.UUID(ref))
     m = t.members
-    rows = (await conn.execute(
-        select(m.c.user_uid, m.c.uid, m.c.roles)
-        .where(m.c.org_uid == claims.org_uid, m.c.user_uid.in_(sorted(wanted)))
-        .order_by(m.c.user_uid).with_for_update())).all()
+    read = (select(m.c.user_uid, m.c.uid, m.c.roles)
+            .where(m.c.org_uid == claims.org_uid, m.c.user_uid.in_(sorted(wanted)))
+            .order_by(m.c.user_uid))
+    # Only a write locks: a list judged on the last committed roles is as good as one judged
+    # a moment later, and must not queue behind a member change in progress.
+    rows = (await conn.execute(read.with_for_update() if writes else read)).all()
     locked = {r.user_uid: tuple(r.roles) for r in rows}
     own = next((r for r in rows if r.user_uid == claims.user_uid), None)
     if own is None or own.uid != claims.membership:
