@@ -32,10 +32,12 @@ from authoric.accounts.mail_tokens import (
     token_hash,
 )
 from authoric.auth.emails import Email
+from authoric.catalog.apps import find_app
 from authoric.catalog.roles import ORG_MEMBERS
 from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
 from authoric.errors import Conflict, NotFound
+from authoric.mail.postbox import Postbox
 from authoric.tenancy.acting import Acting, parse_uid
 from authoric.tenancy.service import app_and_org, known_roles
 
@@ -137,11 +139,23 @@ async def revoke(conn: AsyncConnection, org_uid: uuid.UUID, ref: str,
     return _view(row)
 
 
-async def member_invites(conn: AsyncConnection, who: Acting,
-                         new: NewInvitation) -> tuple[dict[str, Any], str]:
+async def member_invites(conn: AsyncConnection, who: Acting, new: NewInvitation,
+                         postbox: Postbox) -> dict[str, Any]:
     who.require(ORG_MEMBERS, "create")
     who.within_grants(requested=new.roles)
-    return await invite(conn, who.app_uid, who.org_uid, new, who)
+    app = await find_app(conn, str(who.app_uid))
+    return await _invite_and_mail(conn, app, who.org_uid, new, who, postbox)
+
+
+async def _invite_and_mail(conn: AsyncConnection, app: Any, org_uid: uuid.UUID,
+                           new: NewInvitation, who: Acting | None,
+                           postbox: Postbox) -> dict[str, Any]:
+    """The invitation (as `invite` makes it), its mail queued in the same transaction: it
+    goes out only if the invitation commits. The mail names the org; the token is only in it."""
+    invitation, token = await invite(conn, app["uid"], org_uid, new, who)
+    await postbox.queue(conn, app, "invite", invitation["email"], token,
+                        org=await _org_name(conn, org_uid))
+    return invitation
 
 
 async def member_lists(conn: AsyncConnection, who: Acting) -> list[dict[str, Any]]:
@@ -181,15 +195,14 @@ async def pending_for(conn: AsyncConnection, app_uid: uuid.UUID,
              "roles": list(r.roles), "expiresAt": rfc3339(r.expires_at)} for r in rows]
 
 
-async def org_name(conn: AsyncConnection, org_uid: uuid.UUID) -> str:
+async def _org_name(conn: AsyncConnection, org_uid: uuid.UUID) -> str:
     return str(await conn.scalar(select(t.orgs.c.name).where(t.orgs.c.uid == org_uid)))
 
 
 async def operator_invites(conn: AsyncConnection, app_ref: str, org_ref: str,
-                           new: NewInvitation) -> tuple[Any, Any, dict[str, Any], str]:
+                           new: NewInvitation, postbox: Postbox) -> dict[str, Any]:
     app, org = await app_and_org(conn, app_ref, org_ref)
-    invitation, token = await invite(conn, app["uid"], org.uid, new, None)
-    return app, org, invitation, token
+    return await _invite_and_mail(conn, app, org.uid, new, None, postbox)
 
 
 async def operator_lists(conn: AsyncConnection, app_ref: str,

@@ -282,10 +282,7 @@ async def create_invitation(request: Request, app: str, org: str,
                             body: NewInvitationBody) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:
-        app_row, org_row, invitation, token = await invitations.operator_invites(
-            conn, app, org, body)
-        await postbox(request).queue(conn, app_row, "invite", invitation["email"], token,
-                                     org=org_row.name)
+        invitation = await invitations.operator_invites(conn, app, org, body, postbox(request))
     mail_committed(svc)
     return invitation
 

@@ -127,21 +127,11 @@ async def create_invitation(request: Request, app: str,
     await throttle_bearer(request, app, INVITATIONS)
     svc = services(request)
     async with as_member(request, app, writes=True) as (conn, who):
-        invitation, token = await invitations.member_invites(conn, who, body)
-        await send_invitation(request, conn, who.app_uid, who.org_uid, invitation, token)
+        invitation = await invitations.member_invites(conn, who, body, postbox(request))
         await _record(conn, who, "invitation.create",
                       f"orgs/{who.org_uid}/invitations/{invitation['uid']}", invitation)
     mail_committed(svc)
     return invitation
-
-
-async def send_invitation(request: Request, conn: AsyncConnection, app_uid: Any, org_uid: Any,
-                          invitation: dict[str, Any], token: str) -> None:
-    """Queue the invitation's mail in the transaction that makes it."""
-    app_row = await find_app(conn, str(app_uid))
-    org_name = await invitations.org_name(conn, org_uid)
-    await postbox(request).queue(conn, app_row, "invite", invitation["email"], token,
-                                 org=org_name)
 
 
 @router.get("/{app}/org/invitations")
