@@ -211,7 +211,8 @@ class Services:
                 if prepared_on_old_tables(error):
                     continue
                 async with self.engine.connect() as conn:
-                    current = await load_facts(conn, self.tokens.access(bearer(header)),
+                    # The same bearer as the attempt's: an access token or an API key.
+                    current = await load_facts(conn, await self.table_claims(header),
                                                request.app)
                 if current.version == guard.expected.version:
                     raise
