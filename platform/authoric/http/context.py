@@ -25,7 +25,14 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.auth.api_keys import ApiKeys, is_api_key
-from authoric.auth.principals import FactsCache, bearer, facts_or_refusal, load_facts, matches_app
+from authoric.auth.principals import (
+    FactsCache,
+    bearer,
+    facts_or_refusal,
+    load_facts,
+    matches_app,
+    principal_of,
+)
 from authoric.auth.ratelimit import RateLimiter
 from authoric.auth.tokens import Claims, VerifiedTokens
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
@@ -153,7 +160,7 @@ class Services:
                 self.facts.put(key, facts)
             guard = Guard(claims.app_uid, claims.user_uid, claims.org_uid, expected,
                           membership=claims.membership)
-            caller = Guarded(self, header, app_ref, _principal(claims, facts), snapshot,
+            caller = Guarded(self, header, app_ref, principal_of(claims, facts), snapshot,
                              PoolExecutor(self.pool, self.statements,
                                           (claims.app_uid, snapshot.version), guard))
             try:
@@ -241,7 +248,7 @@ class Services:
             guard = Guard(claims.app_uid, claims.user_uid, claims.org_uid,
                           Facts(snapshot.version, facts.app_name, facts.roles, facts.email),
                           membership=claims.membership)
-            yield InTransaction(conn, self.engine, _principal(claims, facts), snapshot, guard)
+            yield InTransaction(conn, self.engine, principal_of(claims, facts), snapshot, guard)
 
 
 def _from_a_statement(error: BaseException) -> bool:
@@ -249,13 +256,6 @@ def _from_a_statement(error: BaseException) -> bool:
     before one ran)."""
     return isinstance(error, DBAPIError) or isinstance(error.__cause__,
                                                       (asyncpg.PostgresError, DBAPIError))
-
-
-def _principal(claims: Claims, facts: Facts) -> Principal:
-    assert claims.org_uid is not None  # load_facts refuses an account token
-    return Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
-                     facts.roles or (), claims.expires_at, read_only=claims.read_only,
-                     api_key=claims.api_key)
 
 
 @dataclass
