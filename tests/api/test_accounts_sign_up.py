@@ -133,7 +133,9 @@ def test_a_user_creates_an_org_and_owns_it_when_the_app_lets_users(world: AppWor
                                   "roles": ["owner"]}]
     audit = expect(world.admin.get(f"{world.base}/audit"), 200)["items"]
     assert audit[0]["action"] == "org.create"
-    assert audit[0]["details"]["actor"]["kind"] == "member"
+    assert audit[0]["actor"] == {"kind": "member", "user": me["user"]["uid"],
+                                 "org": made["org"]["uid"]}
+    assert "actor" not in audit[0]["details"]  # the entry's own actor says who
 
 
 def test_operator_created_users_are_verified(world: AppWorld) -> None:

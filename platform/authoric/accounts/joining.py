@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
@@ -29,6 +28,7 @@ from authoric.console import audit
 from authoric.db import tables as t
 from authoric.errors import Conflict, Unauthenticated, ValidationFailed
 from authoric.tenancy.acting import member_actor
+from authoric.tenancy.service import insert_user
 
 
 class AcceptInvitation(BaseModel):
@@ -80,14 +80,11 @@ async def _new_verified_user(conn: AsyncConnection, app: Any, email: str,
         raise ValidationFailed("a password is needed to create the account", {"errors": [
             {"field": "password", "message": "required for a new account"}]})
     check_password(app_settings(app["settings"]), password)
-    uid = uuid7()
-    try:
-        async with conn.begin_nested():
-            await conn.execute(t.users.insert().values(
-                uid=uid, app_uid=app["uid"], email=email,
-                password_hash=await hash_password(password), email_verified_at=func.now()))
-    except IntegrityError as exc:  # signed up meanwhile: accept again, as that account
-        raise Conflict("an account with this email was just created", {"email": email}) from exc
+    # Verified: the invitation's mail proved the address.
+    uid = await insert_user(conn, app["uid"], email, await hash_password(password),
+                            verified=True)
+    if uid is None:  # signed up meanwhile: accept again, as that account
+        raise Conflict("an account with this email was just created", {"email": email})
     return uid
 
 

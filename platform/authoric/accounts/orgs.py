@@ -16,6 +16,7 @@ from authoric.catalog.apps import app_settings, bump_version
 from authoric.console import audit
 from authoric.db import tables as t
 from authoric.errors import Forbidden
+from authoric.tenancy.acting import member_actor
 from authoric.tenancy.models import NewOrg
 from authoric.tenancy.service import create_org
 
@@ -35,9 +36,9 @@ async def create_member_org(conn: AsyncConnection, secret: str, caller: AccountC
         app_uid=app["uid"], org_uid=org_uid, user_uid=caller.user.uid,
         roles=settings.org_owner_roles, uid=membership))
     await bump_version(conn, app["uid"])
-    actor = {"kind": "member", "user": str(caller.user.uid), "org": org["uid"]}
     await audit.record(conn, app["uid"], "org.create", f"orgs/{org['uid']}", {
-        "actor": actor, "name": org["name"], "roles": settings.org_owner_roles}, actor)
+        "name": org["name"], "roles": settings.org_owner_roles},
+        member_actor(caller.user.uid, org_uid))
     pair = await issue(conn, secret, app, caller.user.uid, org_uid, membership, uuid7(),
                        user_agent)
     return {"org": org, **pair}

@@ -13,7 +13,6 @@ import uuid
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
@@ -41,6 +40,8 @@ from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
 from authoric.errors import Conflict, Forbidden, NotFound, Unauthenticated, ValidationFailed
 from authoric.mail.postbox import Postbox
+from authoric.tenancy.acting import parse_uid
+from authoric.tenancy.service import insert_user
 
 VERIFICATION_SENT = {"status": "verification_sent"}
 
@@ -77,7 +78,7 @@ async def sign_up(tx: Transaction, secret: str, app_ref: str, body: SignUp, post
     email = body.email
     password_hash = await hash_password(body.password)  # known or not: the same work
     async with tx() as conn:
-        uid = await _insert_user(conn, app["uid"], email, password_hash)
+        uid = await insert_user(conn, app["uid"], email, password_hash, verified=False)
         if settings.email_verification == "required":
             if uid is None:
                 await postbox.queue(conn, app, "taken", email)
@@ -89,19 +90,6 @@ async def sign_up(tx: Transaction, secret: str, app_ref: str, body: SignUp, post
         if uid is None:
             raise Conflict("a user with this email exists", {"email": email})
         return 201, await issue(conn, secret, app, uid, None, None, uuid7(), user_agent)
-
-
-async def _insert_user(conn: AsyncConnection, app_uid: uuid.UUID, email: str,
-                       password_hash: str) -> uuid.UUID | None:
-    """The new user's uid, or None when the email is taken (even by a concurrent sign-up)."""
-    uid = uuid7()
-    try:
-        async with conn.begin_nested():
-            await conn.execute(t.users.insert().values(
-                uid=uid, app_uid=app_uid, email=email, password_hash=password_hash))
-    except IntegrityError:
-        return None
-    return uid
 
 
 async def verify_email(conn: AsyncConnection, app: Any, body: MailedToken) -> dict[str, Any]:
@@ -200,10 +188,7 @@ async def me(conn: AsyncConnection, caller: AccountCaller) -> dict[str, Any]:
 async def switch_org(conn: AsyncConnection, secret: str, caller: AccountCaller, body: SwitchOrg,
                      user_agent: str | None) -> dict[str, Any]:
     """A token pair (a new session) for another org of the caller's; 404 if not a member."""
-    try:
-        org = uuid.UUID(body.org)
-    except ValueError as exc:
-        raise NotFound("no such org", {"org": body.org}) from exc
+    org = parse_uid(body.org, "org")
     membership = await conn.scalar(select(t.members.c.uid).where(
         t.members.c.org_uid == org, t.members.c.user_uid == caller.user.uid))
     if membership is None:
@@ -232,10 +217,7 @@ async def list_sessions(conn: AsyncConnection, user_uid: uuid.UUID,
 
 async def end_session(conn: AsyncConnection, user_uid: uuid.UUID, session: str) -> None:
     """Revoke one of the user's sessions; 404 for one that is not theirs or not live."""
-    try:
-        family = uuid.UUID(session)
-    except ValueError as exc:
-        raise NotFound("no such session", {"session": session}) from exc
+    family = parse_uid(session, "session")
     rt = t.refresh_tokens
     ended = await conn.execute(update(rt).where(
         rt.c.family == family, rt.c.user_uid == user_uid, rt.c.revoked_at.is_(None))

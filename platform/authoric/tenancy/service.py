@@ -23,15 +23,8 @@ from authoric.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from authoric.plan.listing import parse_limit
 from authoric.query.fields import table_fields
 from authoric.query.filters import FilterScope, compile_filter
+from authoric.tenancy.acting import parse_uid
 from authoric.tenancy.models import Membership, NewOrg, NewUser
-
-
-def _uuid(ref: str, what: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(ref)
-    except ValueError as exc:
-        raise NotFound(f"no such {what}", {what: ref}) from exc
-
 
 # Organizations ---------------------------------------------------------------------------
 
@@ -58,7 +51,7 @@ async def _owned(conn: AsyncConnection, table: Table, kind: str, app_uid: uuid.U
                  ref: str) -> Any:
     """The app's org or user whose uid is `ref`; 404 naming it when the app has none."""
     row = (await conn.execute(select(table).where(
-        table.c.app_uid == app_uid, table.c.uid == _uuid(ref, kind)))).first()
+        table.c.app_uid == app_uid, table.c.uid == parse_uid(ref, kind)))).first()
     if row is None:
         raise NotFound(f"no such {kind}", {kind: ref})
     return row
@@ -93,16 +86,29 @@ async def delete_org(conn: AsyncConnection, app_ref: str, org_ref: str) -> None:
 
 async def create_user(conn: AsyncConnection, app_ref: str, new: NewUser) -> dict[str, Any]:
     app = await find_app(conn, app_ref)
-    email, password = new.email, new.password
+    # The operator vouches for the address: the user is verified.
+    uid = await insert_user(conn, app["uid"], new.email, await hash_password(new.password),
+                            verified=True)
+    if uid is None:
+        raise Conflict("a user with this email exists", {"email": new.email})
+    return {"uid": str(uid), "email": new.email}
+
+
+async def insert_user(conn: AsyncConnection, app_uid: uuid.UUID, email: str,
+                      password_hash: str, *, verified: bool) -> uuid.UUID | None:
+    """The new user's uid, or None when the app already has one with `email` (even one a
+    concurrent request just made: the unique index decides, in a savepoint, so the caller's
+    transaction goes on). `verified`: the address is proven (the operator's word, or a
+    mailed link)."""
     uid = uuid7()
     try:
         async with conn.begin_nested():
             await conn.execute(t.users.insert().values(
-                uid=uid, app_uid=app["uid"], email=email, password_hash=await hash_password(password),
-                email_verified_at=func.now()))  # the operator vouches for the address
-    except IntegrityError as exc:
-        raise Conflict("a user with this email exists", {"email": email}) from exc
-    return {"uid": str(uid), "email": email}
+                uid=uid, app_uid=app_uid, email=email, password_hash=password_hash,
+                email_verified_at=func.now() if verified else None))
+    except IntegrityError:
+        return None
+    return uid
 
 
 async def list_users(conn: AsyncConnection, app_ref: str) -> list[dict[str, Any]]:
