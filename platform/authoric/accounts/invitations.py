@@ -1,6 +1,6 @@
 """The seam where a user's pending invitations enter `GET /{app}/auth/me` (contract 3, 3a).
 
-Invitations are tenancy's (tenancy/invitations.py): the ones pending for the user's email,
+Invitations are accounts.org_invitations': the ones pending for the user's email,
 once the user has verified it (an unverified address proves nothing about who reads it).
 """
 

@@ -220,7 +220,7 @@ audit_log = Table(
     Column("target", Text, nullable=False),
     Column("details", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
     # Who made the change: {"kind": "operator"}, {"kind": "member", "user", "org"} or
-    # {"kind": "key", "key", "org"} (tenancy/actors.py).
+    # {"kind": "key", "key", "org"} (tenancy/acting.py: OPERATOR_ACTOR, member_actor).
     Column("actor", JSONB, nullable=False,
            server_default=text("""'{"kind": "operator"}'::jsonb""")),
     Index("audit_log_app_id", "app_uid", "id"),
