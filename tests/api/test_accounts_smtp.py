@@ -6,6 +6,7 @@ test_accounts_smtp_faults)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import httpx
@@ -24,6 +25,7 @@ from tests.accounts import (
 from tests.scenario import AppWorld, expect
 from tests.servers import ServerProcess, start_server
 from tests.smtp import SmtpServer, body_text, html_text
+from tests.sse import db_fetch
 
 MAX_ATTEMPTS = 3
 
@@ -106,7 +108,29 @@ def test_a_mail_refused_for_now_on_every_try_is_marked_failed_and_keeps_no_body(
     assert smtp.inbox.to(email) == []
 
 
-def test_a_rolled_back_change_sends_no_mail(mailing: AppWorld, smtp: SmtpServer) -> None:
-    expect(mailing.admin.client.post(f"/{mailing.name}/auth/signup", json={
-        "email": new_email(), "password": "x" * 1025}), 422)
-    assert mailbox(mailing) == []
+def test_a_sign_up_whose_commit_fails_after_its_mail_was_queued_sends_no_mail(
+        mailing: AppWorld, smtp: SmtpServer, database_url: str) -> None:
+    """The verify mail is queued, then the transaction fails at its very commit (a deferred
+    trigger the test puts on the outbox for one address): no mail goes out, none is in the
+    mailbox, and no account was made. A later sign-up's mail, sent once the sender has gone
+    past where the doomed one would be, shows the sender had its chance."""
+    doomed, later = new_email(), new_email()
+    name = f"authoric.fail_{uuid.uuid4().hex[:12]}"
+    db_fetch(database_url, f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS "
+                           "$$ BEGIN RAISE EXCEPTION 'the test fails this commit'; END $$")
+    try:
+        db_fetch(database_url, f"CREATE CONSTRAINT TRIGGER {name.split('.')[1]} AFTER INSERT "
+                               "ON authoric.mail_outbox DEFERRABLE INITIALLY DEFERRED FOR EACH "
+                               f"ROW WHEN (NEW.mail_to = '{doomed}') EXECUTE FUNCTION {name}()")
+        failed = mailing.admin.client.post(f"/{mailing.name}/auth/signup", json={
+            "email": doomed, "password": "a long password"})
+        expect(failed, 500, "INTERNAL")
+    finally:
+        db_fetch(database_url, f"DROP FUNCTION {name}() CASCADE")
+    sign_up(mailing, later)
+    smtp.inbox.wait_for(later)
+    wait_until_sent(mailing, later)
+    assert [m["to"] for m in mailbox(mailing)] == [later]
+    assert smtp.inbox.to(doomed) == []
+    users = expect(mailing.admin.get(f"{mailing.base}/users"), 200)["items"]
+    assert [u["email"] for u in users] == [later]
