@@ -59,6 +59,42 @@ def test_sign_up_answers_the_same_for_a_taken_and_a_free_email(world: AppWorld) 
     assert without_request_id(answers[0].json()) == without_request_id(answers[1].json())
 
 
+@pytest.fixture(scope="module")
+def counting(database_url: str, tmp_path_factory: pytest.TempPathFactory,
+             ) -> Iterator[ServerProcess]:
+    """A server whose answers say how many statements each request sent to PostgreSQL; its
+    throttle's purge of old counts runs once an hour, so the first request alone sends it."""
+    proc = start_server(database_url, tmp_path_factory.mktemp("counting"),
+                        AUTHORIC_TEST_COUNT_ROUND_TRIPS="1", AUTHORIC_RATE_LIMIT_WINDOW="3600")
+    yield proc
+    proc.stop()
+
+
+def test_forgot_and_resend_cost_the_same_round_trips_for_known_and_unknown_emails(
+        counting: ServerProcess) -> None:
+    """What a request costs the database is what its time leaks: a known address (which gets
+    a mail) and an unknown one (which does not) send the same statements, and get the same
+    status and body. A verified address asking for a verify mail is "unknown" to resend."""
+    with httpx.Client(base_url=counting.url, timeout=30) as client:
+        world = AppWorld.create(counting, client)
+        open_sign_up(world)
+        verified, unverified = world.user()["email"], new_email()
+        expect(client.post(f"/{world.name}/auth/signup",
+                           json={"email": unverified, "password": "a long password"}), 202)
+        expect(_forgot(world, new_email()), 202)  # the throttle's hourly purge goes here
+
+        def cost(path: str, email: str) -> tuple[int, Any, int]:
+            answer = client.post(f"/{world.name}/auth/{path}", json={"email": email})
+            return (answer.status_code, without_request_id(answer.json()),
+                    int(answer.headers["X-Authoric-Round-Trips"]))
+
+        forgot = [cost("password/forgot", email) for email in (verified, new_email())]
+        resend = [cost("verify/resend", email) for email in (unverified, verified, new_email())]
+        assert forgot == forgot[:1] * 2 and resend == resend[:1] * 3, (forgot, resend)
+        assert [m["subject"].startswith("Reset") for m in mails_to(world, verified)] == [True]
+        assert len(mails_to(world, unverified)) == 2  # the sign-up's and the resent one
+
+
 def _a_writer_of_notes(world: AppWorld) -> tuple[dict[str, Any], str, Caller]:
     """A user who writes notes in an org: (user, org uid, their signed-in caller there)."""
     world.table("notes", [{"name": "body", "type": "text"}])

@@ -15,7 +15,7 @@ import secrets
 import uuid
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric import clock
@@ -52,13 +52,50 @@ async def issue_mail_token(conn: AsyncConnection, app_uid: uuid.UUID, purpose: s
         await conn.execute(update(t.mail_tokens).where(
             t.mail_tokens.c.user_uid == user_uid, t.mail_tokens.c.purpose == purpose,
             t.mail_tokens.c.used_at.is_(None)).values(used_at=func.now()))
-    token = secrets.token_urlsafe(TOKEN_BYTES)
+    token = new_mail_token()
     expires = clock.now() + (LIFETIMES[purpose] if lifetime is None else lifetime)
     await conn.execute(t.mail_tokens.insert().values(
         hash=token_hash(token), app_uid=app_uid, purpose=purpose, user_uid=user_uid,
         subject=subject, data=data or {}, expires_at=_at(expires)))
     await _purge_expired(conn)
     return token
+
+
+def new_mail_token() -> str:
+    """A token for a mail's link: 32 random bytes, URL-safe."""
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+async def issue_and_mail_if_known(conn: AsyncConnection, app_uid: uuid.UUID, purpose: str,
+                                  email: str, token: str, mail: dict[str, Any], *,
+                                  unverified_only: bool = False) -> None:
+    """If the app has a user with `email` (and, `unverified_only`, not verified yet): `token`
+    issued to them for `purpose` (their earlier unused ones spent) and `mail` (outbox
+    columns, composed for `token`) queued, in one statement; for any other address the same
+    statement, which writes nothing. So a known and an unknown address cost the same round
+    trips (and a bounded batch of expired tokens is purged either way): nothing in the time
+    of forgot or resend tells them apart."""
+    mt, u = t.mail_tokens, t.users
+    known = select(u.c.uid).where(u.c.app_uid == app_uid, u.c.email == email, *(
+        [u.c.email_verified_at.is_(None)] if unverified_only else [])).cte("known")
+    spent = update(mt).where(mt.c.user_uid.in_(select(known.c.uid)), mt.c.purpose == purpose,
+                             mt.c.used_at.is_(None)).values(used_at=func.now()).cte("spent")
+    expires = _at(clock.now() + LIFETIMES[purpose])
+    issued = insert(mt).from_select(
+        ["hash", "app_uid", "purpose", "user_uid", "subject", "expires_at"],
+        select(_bound(mt, "hash", token_hash(token)), _bound(mt, "app_uid", app_uid),
+               _bound(mt, "purpose", purpose), known.c.uid, _bound(mt, "subject", email),
+               _bound(mt, "expires_at", expires)).select_from(known)).cte("issued")
+    box = t.mail_outbox
+    await conn.execute(insert(box).from_select(
+        list(mail), select(*(_bound(box, name, value) for name, value in mail.items()))
+        .select_from(known)).add_cte(spent, issued))
+    await _purge_expired(conn)
+
+
+def _bound(table: Any, column: str, value: Any) -> Any:
+    """`value` as a bound parameter of `table.column`'s type."""
+    return literal(value, table.c[column].type)
 
 
 async def redeem_mail_token(conn: AsyncConnection, app_uid: uuid.UUID, purpose: str,

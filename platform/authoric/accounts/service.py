@@ -39,6 +39,7 @@ from authoric.catalog.apps import (
 from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
 from authoric.errors import Conflict, Forbidden, NotFound, Unauthenticated, ValidationFailed
+from authoric.mail.compose import Kind
 from authoric.mail.postbox import Postbox
 from authoric.tenancy.acting import parse_uid
 from authoric.tenancy.service import insert_user
@@ -57,11 +58,6 @@ def check_password(settings: AppSettings, password: str) -> None:
     if problem is not None:
         raise ValidationFailed(f"the password must be {problem}", {"errors": [
             {"field": "password", "message": f"must be {problem}"}]})
-
-
-async def _user_by_email(conn: AsyncConnection, app_uid: uuid.UUID, email: str) -> Any:
-    return (await conn.execute(select(t.users).where(
-        t.users.c.app_uid == app_uid, t.users.c.email == email))).first()
 
 
 async def sign_up(tx: Transaction, secret: str, app_ref: str, body: SignUp, postbox: Postbox,
@@ -102,25 +98,27 @@ async def verify_email(conn: AsyncConnection, app: Any, body: MailedToken) -> di
 
 async def resend_verification(conn: AsyncConnection, app: Any, body: EmailAddress,
                               postbox: Postbox) -> None:
-    """A new verify mail to an account whose email is not verified yet; nothing otherwise
-    (the answer is the same)."""
-    user = await _user_by_email(conn, app["uid"], body.email)
-    if user is None or user.email_verified_at is not None:
-        return
-    token = await mail_tokens.issue_mail_token(conn, app["uid"], mail_tokens.VERIFY,
-                                              user_uid=user.uid, subject=user.email)
-    await postbox.queue(conn, app, "verify", user.email, token)
+    """A new verify mail to an account whose email is not verified yet; nothing otherwise,
+    at the same cost (the answer is the same)."""
+    await _mail_if_known(conn, app, body.email, postbox, mail_tokens.VERIFY, "verify",
+                         unverified_only=True)
 
 
 async def forgot_password(conn: AsyncConnection, app: Any, body: EmailAddress,
                           postbox: Postbox) -> None:
-    """A reset mail to a known email; nothing for an unknown one (the answer is the same)."""
-    user = await _user_by_email(conn, app["uid"], body.email)
-    if user is None:
-        return
-    token = await mail_tokens.issue_mail_token(conn, app["uid"], mail_tokens.RESET,
-                                              user_uid=user.uid, subject=user.email)
-    await postbox.queue(conn, app, "reset", user.email, token)
+    """A reset mail to a known email; nothing for an unknown one, at the same cost (the
+    answer is the same)."""
+    await _mail_if_known(conn, app, body.email, postbox, mail_tokens.RESET, "reset")
+
+
+async def _mail_if_known(conn: AsyncConnection, app: Any, email: str, postbox: Postbox,
+                         purpose: str, kind: Kind, *, unverified_only: bool = False) -> None:
+    """The `kind` mail and its token for `email`'s account, if it has one: composed whether
+    or not, and written by one statement that writes nothing for an unknown address."""
+    token = mail_tokens.new_mail_token()
+    mail = postbox.row(postbox.compose(app, kind, email, token))
+    await mail_tokens.issue_and_mail_if_known(conn, app["uid"], purpose, email, token, mail,
+                                              unverified_only=unverified_only)
 
 
 async def reset_password(conn: AsyncConnection, app: Any, body: PasswordReset) -> dict[str, Any]:

@@ -61,13 +61,19 @@ class Mail:
     html: str
 
 
+def outbox_row(mail: Mail, *, smtp: bool) -> dict[str, Any]:
+    """The outbox's columns for `mail` (`smtp`: it goes through the SMTP server; else into
+    the app's mailbox), for `enqueue_mail` or a statement of the caller's that writes it."""
+    return {"app_uid": mail.app_uid, "mail_from": mail.mail_from, "mail_to": mail.to,
+            "subject": mail.subject, "text_body": mail.text, "html_body": mail.html,
+            "status": PENDING if smtp else MAILBOX}
+
+
 async def enqueue_mail(conn: AsyncConnection, mail: Mail, *, smtp: bool) -> int:
-    """Write `mail` to the outbox in the caller's transaction; it goes out (`smtp`: through
-    the SMTP server; else into the app's mailbox) only if that transaction commits. The id."""
+    """Write `mail` to the outbox in the caller's transaction; it goes out only if that
+    transaction commits. The id."""
     row_id: int = await conn.scalar(t.mail_outbox.insert().values(
-        app_uid=mail.app_uid, mail_from=mail.mail_from, mail_to=mail.to, subject=mail.subject,
-        text_body=mail.text, html_body=mail.html, status=PENDING if smtp else MAILBOX,
-    ).returning(t.mail_outbox.c.id))
+        **outbox_row(mail, smtp=smtp)).returning(t.mail_outbox.c.id))
     return row_id
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.mail.compose import Kind, compose_mail, mail_link
-from authoric.mail.outbox import enqueue_mail
+from authoric.mail.outbox import Mail, enqueue_mail, outbox_row
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,15 @@ class Postbox:
                     token: str | None = None, **values: str) -> int:
         """Queue the `kind` mail to `to` (linking to `token`'s page when given) in the
         caller's transaction; the outbox row's id."""
+        return await enqueue_mail(conn, self.compose(app, kind, to, token, **values),
+                                  smtp=self.smtp)
+
+    def compose(self, app: Any, kind: Kind, to: str, token: str | None = None,
+                **values: str) -> Mail:
+        """The `kind` mail to `to`, as `queue` would write it."""
         link = mail_link(app, kind, token, self.base_url) if token is not None else ""
-        mail = compose_mail(app, kind, to, link, self.default_from, **values)
-        return await enqueue_mail(conn, mail, smtp=self.smtp)
+        return compose_mail(app, kind, to, link, self.default_from, **values)
+
+    def row(self, mail: Mail) -> dict[str, Any]:
+        """`mail`'s outbox columns, for a statement that writes it itself."""
+        return outbox_row(mail, smtp=self.smtp)
