@@ -220,3 +220,24 @@ def test_a_membership_removed_through_another_process_ends_updates_and_deletes_a
     boss = world.caller(org, ["boss"])
     kept = expect(boss.get(url), 200)
     assert kept["number"] == first["number"] and kept["amount"] == "3.00"
+
+
+def test_a_made_up_api_key_costs_one_lookup_at_most_and_a_misshapen_one_none(
+        shop: tuple[AppWorld, str, Caller]) -> None:
+    """A client hammering with a key that does not exist: the first try looks it up, the
+    same key again within seconds is refused from memory; a bearer that starts `ak_` but is
+    not shaped as the server's keys is refused without a lookup. A real key still works."""
+    world, org, clerk = shop
+    made_up = "ak_" + "A" * 43
+    first = clerk.client.get(world.rows("invoices"), headers={"Authorization": f"Bearer {made_up}"})
+    expect(first, 401, "UNAUTHENTICATED")
+    assert trips(first) >= 1
+    for bearer in (made_up, "ak_short", "ak_" + "A" * 42 + "!"):
+        again = clerk.client.get(world.rows("invoices"),
+                                 headers={"Authorization": f"Bearer {bearer}"})
+        expect(again, 401, "UNAUTHENTICATED")
+        assert trips(again) == 0, bearer
+    key = expect(world.admin.post(f"{world.base}/orgs/{org}/keys",
+                                  json={"name": "job", "roles": ["clerk"]}), 201)["key"]
+    expect(clerk.client.get(world.rows("invoices"), headers={"Authorization": f"Bearer {key}"}),
+           200)

@@ -10,6 +10,12 @@ on every replica.
 
 `lastUsedAt` is written at most once a minute per key, in the background, never on the
 request's path.
+
+What is not a key costs no lookup: a bearer that starts `ak_` but is not shaped as the server
+makes keys (43 URL-safe characters after the prefix) is refused as it is, and a well-shaped
+key found unknown is remembered as unknown for a few seconds, apart from the known ones (so
+a flood of made-up keys never pushes a real key out of the cache). A made-up key that is new
+each time still costs its one indexed lookup, as any bearer the server must look up does.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import re
 import secrets
 import time
 import uuid
@@ -38,6 +45,8 @@ KEY_BYTES = 32
 CACHED_FOR = 10.0  # seconds a resolved key is reused before it is looked up again
 TOUCH_EVERY = 60.0  # seconds between two writes of a key's lastUsedAt
 CACHE_SIZE = 10_000
+UNKNOWN_FOR = 10.0  # seconds a key found unknown is refused again without a lookup
+KEY_SHAPE = re.compile(r"ak_[A-Za-z0-9_-]{43}")  # PREFIX + token_urlsafe(KEY_BYTES)
 
 
 def is_api_key(token: str) -> bool:
@@ -68,6 +77,7 @@ class ApiKeys:
         self.engine = engine
         # By the key as presented (as VerifiedTokens keeps tokens): a hit costs no hashing.
         self._resolved: dict[str, _Resolved] = {}
+        self._unknown: dict[str, float] = {}  # key → monotonic time until which it is refused
         self._touched: dict[uuid.UUID, float] = {}  # key uid → clock time of the last write
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -76,7 +86,7 @@ class ApiKeys:
         `TOKEN_EXPIRED` for an expired one."""
         cached = self._resolved.get(key)
         if cached is None or cached.until <= time.monotonic():
-            claims = await self._lookup(key_hash(key))
+            claims = await self._lookup_known(key)
             if len(self._resolved) >= CACHE_SIZE:
                 self._resolved.pop(next(iter(self._resolved)))
             cached = self._resolved[key] = _Resolved(claims, time.monotonic() + CACHED_FOR)
@@ -86,6 +96,19 @@ class ApiKeys:
             raise TokenExpired("the API key has expired")
         self._touch(claims.user_uid, now)
         return claims
+
+    async def _lookup_known(self, key: str) -> Claims:
+        """The key's claims, looked up; 401 without a lookup for a bearer not shaped as a key
+        or one found unknown in the last UNKNOWN_FOR seconds."""
+        if not KEY_SHAPE.fullmatch(key) or self._unknown.get(key, 0.0) > time.monotonic():
+            raise Unauthenticated("unknown or revoked API key")
+        try:
+            return await self._lookup(key_hash(key))
+        except Unauthenticated:
+            if len(self._unknown) >= CACHE_SIZE:
+                self._unknown.pop(next(iter(self._unknown)))
+            self._unknown[key] = time.monotonic() + UNKNOWN_FOR
+            raise
 
     async def _lookup(self, digest: bytes) -> Claims:
         k = t.api_keys
