@@ -16,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from authoric.callers import PLAN_ATTEMPTS
 from authoric.catalog.apps import find_app
 from authoric.console import audit, impersonation, preview, rows
 from authoric.console.impersonation import ImpersonationRequest
@@ -24,7 +25,7 @@ from authoric.console.rows import AdminTable
 from authoric.http.admin import require_admin
 from authoric.http.admin_audit import audited_by_route
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of, csv_body, row_body
-from authoric.http.context import PLAN_ATTEMPTS, services
+from authoric.http.context import services
 from authoric.http.edge import RESERVED_PARAMS, table_request
 from authoric.plan.guard import StaleFacts
 from authoric.plan.request import Operation, TableRequest
