@@ -5,6 +5,8 @@ Tests say who is calling; these helpers make those callers.
 
 from __future__ import annotations
 
+import base64
+import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +14,12 @@ from typing import Any
 import httpx
 
 from tests.servers import ServerProcess
+
+
+def token_exp(token: str) -> int:
+    """The `exp` claim of an access token: when it expires, in the server's clock."""
+    payload = token.split(".")[1]
+    return int(json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["exp"])
 
 
 def unique(prefix: str) -> str:
