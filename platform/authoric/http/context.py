@@ -26,6 +26,7 @@ from authoric.callers import Callers
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.changes.sequencer import Sequencer
 from authoric.mail.sender import MailSender
+from authoric.observability.metrics import Metrics
 from authoric.plan.runner import StatementCache, count_round_trip
 from authoric.realtime.hub import Hub
 from authoric.realtime.source import Source
@@ -53,6 +54,7 @@ class Services:
     pool: asyncpg.Pool | None = None  # the request path's autocommit pool
     source: Source | None = None  # where streams' changes come from (the change log)
     mail_sender: MailSender | None = None  # None: no SMTP server, mail stays in the mailbox
+    metrics: Metrics | None = None  # None: nothing counted (a Services built outside the app)
     password_work: asyncio.Semaphore = field(
         default_factory=lambda: asyncio.Semaphore(PASSWORD_SLOTS))
     statements: StatementCache = field(default_factory=StatementCache)
@@ -66,6 +68,8 @@ class Services:
     def __post_init__(self) -> None:
         self.tokens = VerifiedTokens(self.jwt_secret)
         self.api_keys = ApiKeys(self.engine)
+        if self.metrics is not None:
+            self.api_keys.writing = self.metrics.api_key_writes.inc
         self.hub.policy_listeners.append(self.api_keys.forget)
         self.indexes = IndexBuilder(self.engine)
         self.callers = Callers(self.engine, self.pool, self.snapshots, self.statements,

@@ -183,6 +183,9 @@ class Metrics:
         self.feed = FeedTally(FEED_BUCKETS)
         self.throttled = counter("authoric_login_throttled",
                                  "token and refresh requests refused with 429")
+        self.api_key_writes = counter(
+            "authoric_api_key_last_used_writes",
+            "lastUsedAt writes started, at most one a minute per API key and process")
         self._children: dict[tuple[str, str, int], Any] = {}
         # Webhooks (webhooks/worker.py), by webhook uid. Only the process holding a webhook's
         # lease sets its lag; a process that lets one go sets it to 0, so the sum is its lag.
