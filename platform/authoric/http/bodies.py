@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from authoric.catalog.types.builtin import MAX_JSON_DEPTH, json_depth_exceeds
-from authoric.errors import BadRequest, invalid_body
+from authoric.errors import BadRequest, ErrorBody, invalid_body
 from authoric.http.edge import JSON, require_media
 from authoric.http.limits import refuse_nul, too_deep
 
@@ -84,22 +84,6 @@ else:
     @cache  # one dependency a model, however many routes take it
     def _parsed(model: type[BaseModel]) -> Any:
         return Annotated[model, Depends(body_of(model))]
-
-
-class ErrorDetail(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    code: str
-    message: str
-    details: dict[str, Any]
-
-
-class ErrorBody(BaseModel):
-    """Every error response: `{"error": {"code", "message", "details"}}`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    error: ErrorDetail
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {

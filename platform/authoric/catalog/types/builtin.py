@@ -21,7 +21,7 @@ from authoric.catalog.types.base import BadValue, ColumnType, require_string
 INT64 = (-(2**63), 2**63 - 1)
 # Deepest nesting a `json` value may have. PostgreSQL and our encoders go deeper, but a value
 # this deep is never data, and capping it keeps every later read of the row answerable. The
-# same as the cap on a whole request body (http/context.py), so CSV and the SDK agree with REST.
+# same as the cap on a whole request body (http/bodies.py), so CSV and the SDK agree with REST.
 MAX_JSON_DEPTH = 32  # arrays and objects inside one another: in a json value, in any body
 # Decimal exponents beyond this are not numbers anyone stores; PostgreSQL's numeric stops there.
 MAX_DECIMAL_EXPONENT = 130_000
