@@ -256,6 +256,18 @@ async def forget_dropped(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
 # Index builds run one at a time across replicas (`_take_turn`), and one that still meets a
 # deadlock (with a schema change waiting on the table) is tried again.
 BUILD_TURN = 0x61757468_6f726978  # the advisory lock key of the build queue ("authorix")
+# Fixed statements, run as written (`exec_driver_sql`), their parameters numbered.
+TRY_TURN = "SELECT pg_try_advisory_lock($1)"  # $1: BUILD_TURN
+END_TURN = "SELECT pg_advisory_unlock($1)"  # $1: BUILD_TURN
+CANCEL_BUILDER = "SELECT pg_cancel_backend($1) FROM pg_stat_activity WHERE pid = $1"  # $1: pid
+NO_STATEMENT_TIMEOUT = "SET statement_timeout = 0"  # a build or a drop takes what it takes
+RESET_STATEMENT_TIMEOUT = "RESET statement_timeout"
+# The physical indexes left invalid among the names $1 (a build that died half way).
+INVALID_INDEXES = (
+    "SELECT n.nspname, x.relname FROM pg_index i "
+    "JOIN pg_class x ON x.oid = i.indexrelid "
+    "JOIN pg_namespace n ON n.oid = x.relnamespace "
+    "WHERE NOT i.indisvalid AND x.relname = ANY($1)")
 TURN_POLL = 0.1  # seconds between tries of the queue's lock
 BUILD_ATTEMPTS = 5
 RETRY_PAUSE = 0.2  # seconds, times the attempt number
@@ -309,13 +321,12 @@ class IndexBuilder:
         async with self._engine.connect() as conn:
             conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
             if builder_pid is not None:
-                await conn.execute(text("SELECT pg_cancel_backend(:pid) FROM pg_stat_activity "
-                                        "WHERE pid = :pid"), {"pid": builder_pid})
-            await conn.execute(text("SET statement_timeout = 0"))
+                await conn.exec_driver_sql(CANCEL_BUILDER, (builder_pid,))
+            await conn.exec_driver_sql(NO_STATEMENT_TIMEOUT)
             try:
                 await conn.execute(_drop_statement(app_uid, table, name))
             finally:
-                await conn.execute(text("RESET statement_timeout"))
+                await conn.exec_driver_sql(RESET_STATEMENT_TIMEOUT)
 
     async def sweep(self) -> int:
         """At startup: mark failed every build whose builder died (on any replica), and drop the
@@ -330,14 +341,10 @@ class IndexBuilder:
             by_name = {(schema_name(a), physical_name(tb, n)): (a, tb, n) for a, tb, n in failed}
             # Of those, the ones whose physical index is still there, invalid: a build that
             # died between creating it and recording the failure.
-            invalid = (await conn.execute(text(
-                "SELECT n.nspname, x.relname FROM pg_index i "
-                "JOIN pg_class x ON x.oid = i.indexrelid "
-                "JOIN pg_namespace n ON n.oid = x.relnamespace "
-                "WHERE NOT i.indisvalid AND x.relname = ANY(:names)"),
-                {"names": [name for _, name in by_name]})).all() if by_name else []
-        leftovers = [by_name[(schema, name)] for schema, name in invalid
-                     if (schema, name) in by_name]
+            invalid = (await conn.exec_driver_sql(
+                INVALID_INDEXES, ([name for _, name in by_name],))).all() if by_name else []
+        leftovers = [by_name[(row.nspname, row.relname)] for row in invalid
+                     if (row.nspname, row.relname) in by_name]
         for app_uid, table, name in leftovers:
             await self.drop(app_uid, table, name, None)
         return len(leftovers)
@@ -369,7 +376,7 @@ class IndexBuilder:
         built, error = False, {"code": "INTERNAL", "details": {},
                                "message": "the index could not be built"}
         try:
-            await conn.execute(text("SET statement_timeout = 0"))
+            await conn.exec_driver_sql(NO_STATEMENT_TIMEOUT)
             await _take_turn(conn)
             try:
                 for attempt in range(BUILD_ATTEMPTS):
@@ -388,8 +395,8 @@ class IndexBuilder:
                         error = await _failure(conn, app_uid, definition, spec, exc)
                         break
             finally:
-                await conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": BUILD_TURN})
-                await conn.execute(text("RESET statement_timeout"))
+                await conn.exec_driver_sql(END_TURN, (BUILD_TURN,))
+                await conn.exec_driver_sql(RESET_STATEMENT_TIMEOUT)
         finally:
             done = await conn.execute(update(t.table_indexes).where(
                 _where(app_uid, table, name), t.table_indexes.c.builder_pid == pid,
@@ -408,8 +415,7 @@ async def _take_turn(conn: AsyncConnection) -> None:
     one ("deadlock detected"; 57 of 60 builds asked for within 3 s). The lock is tried, not
     waited for: a statement waiting for it would hold a snapshot the running build waits
     for, the same deadlock again."""
-    while not (await conn.execute(text("SELECT pg_try_advisory_lock(:key)"),
-                                  {"key": BUILD_TURN})).scalar_one():
+    while not (await conn.exec_driver_sql(TRY_TURN, (BUILD_TURN,))).scalar_one():
         await asyncio.sleep(TURN_POLL)
 
 
