@@ -34,7 +34,7 @@ from authoric.catalog.names import check_name
 from authoric.catalog.schema import PLATFORM_FIELDS, constraint_name, schema_name
 from authoric.catalog.types import TEXTUAL_TYPES
 from authoric.db import tables as t
-from authoric.db.sql import quoted, statement
+from authoric.db.sql import Sql, joined, quoted, statement
 from authoric.errors import Conflict, ErrorDetail, NotFound, ValidationFailed
 
 log = logging.getLogger("authoric.indexes")
@@ -110,25 +110,26 @@ def check_spec(definition: TableDef, spec: IndexSpec) -> None:
 
 
 def create_statement(app_uid: uuid.UUID, definition: TableDef, name: str,
-                     spec: IndexSpec) -> str:
+                     spec: IndexSpec) -> TextClause:
     """The `CREATE INDEX CONCURRENTLY` for the spec. Names are checked identifiers (quoted);
     nothing from the request is pasted but them."""
-    target = quoted(schema_name(app_uid), definition.name)
-    index = quoted(physical_name(definition.name, name))
+    index, target = physical_name(definition.name, name), (schema_name(app_uid), definition.name)
     physical = [_column(definition, c) for c in spec.columns]
     if spec.kind == "search":
-        parts = ["(ARRAY[org_uid])"] + [f"authoric.search_vector({quoted(c)})"
-                                        for c, _ in physical]
-        return f"CREATE INDEX CONCURRENTLY {index} ON {target} USING gin ({', '.join(parts)})"
+        parts = [Sql("(ARRAY[org_uid])")] + [
+            Sql("authoric.search_vector(" + quoted(c) + ")") for c, _ in physical]
+        return statement("CREATE INDEX CONCURRENTLY {index} ON {target} USING gin ({parts})",
+                         parts=joined(parts), index=index, target=target)
     # NULLs sort last both ways (plan.listing), so each direction gets its own index; the
     # uid breaks ties in the same direction, so a keyset page is one index range.
-    parts = [quoted("org_uid")] + [f'{quoted(c)} {"DESC" if d else "ASC"} NULLS LAST'
-                                   for c, d in physical]
+    parts = [quoted("org_uid")] + [
+        Sql(quoted(c) + (" DESC" if d else " ASC") + " NULLS LAST") for c, d in physical]
     if not spec.unique:
-        parts.append(f'{quoted("uid")} {"DESC" if physical[-1][1] else "ASC"}')
-    live = " WHERE deleted_at IS NULL" if definition.soft_delete else ""
-    unique = "UNIQUE " if spec.unique else ""
-    return f"CREATE {unique}INDEX CONCURRENTLY {index} ON {target} ({', '.join(parts)}){live}"
+        parts.append(Sql(quoted("uid") + (" DESC" if physical[-1][1] else " ASC")))
+    return statement("CREATE {unique}INDEX CONCURRENTLY {index} ON {target} ({parts}){live}",
+                     unique=Sql("UNIQUE " if spec.unique else ""), parts=joined(parts),
+                     live=Sql(" WHERE deleted_at IS NULL" if definition.soft_delete else ""),
+                     index=index, target=target)
 
 
 def _drop_statement(app_uid: uuid.UUID, table: str, name: str) -> TextClause:
@@ -383,8 +384,7 @@ class IndexBuilder:
                     try:
                         # a half-built one left by a past try
                         await conn.execute(_drop_statement(app_uid, table, name))
-                        await conn.execute(text(create_statement(app_uid, definition, name,
-                                                                 spec)))
+                        await conn.execute(create_statement(app_uid, definition, name, spec))
                         built = True
                         break
                     except DBAPIError as exc:
@@ -448,18 +448,19 @@ async def duplicate_rows(conn: AsyncConnection, app_uid: uuid.UUID, definition: 
     (a type change's converted values: "01" and "1" as integers)."""
     physical = [_column(definition, c)[0] for c in spec_columns]
     exprs = values or [quoted(c) for c in physical]
-    target = quoted(schema_name(app_uid), definition.name)
-    live = "deleted_at IS NULL AND " if definition.soft_delete else ""
-    not_null = " AND ".join(f"{quoted(c)} IS NOT NULL" for c in physical)
     # `_dup_v0`, `_dup_n`: no column can be named so (names start with a letter).
-    named = ", ".join(f"{e} AS _dup_v{i}" for i, e in enumerate(exprs))
-    cols = ", ".join(f"_dup_v{i}" for i in range(len(exprs)))
-    query = (f"SELECT uid FROM (SELECT uid, org_uid, {cols}, count(*) OVER "
-             f"(PARTITION BY org_uid, {cols}) AS _dup_n FROM (SELECT uid, org_uid, {named} "
-             f"FROM {target} WHERE {live}{not_null}) v) d "
-             f"WHERE _dup_n > 1 ORDER BY org_uid, {cols}, uid LIMIT :limit")
+    named = joined([Sql(e + " AS _dup_v" + str(i)) for i, e in enumerate(exprs)])
+    cols = joined([Sql("_dup_v" + str(i)) for i in range(len(exprs))])
+    query = statement(
+        "SELECT uid FROM (SELECT uid, org_uid, {cols}, count(*) OVER "
+        "(PARTITION BY org_uid, {cols}) AS _dup_n FROM (SELECT uid, org_uid, {named} "
+        "FROM {target} WHERE {live}{not_null}) v) d "
+        "WHERE _dup_n > 1 ORDER BY org_uid, {cols}, uid LIMIT :limit",
+        cols=cols, named=named, target=(schema_name(app_uid), definition.name),
+        live=Sql("deleted_at IS NULL AND " if definition.soft_delete else ""),
+        not_null=joined([Sql(quoted(c) + " IS NOT NULL") for c in physical], " AND "))
     column = ",".join(c.lstrip("-") for c in spec_columns)
-    uids = (await conn.execute(text(query), {"limit": MAX_LISTED_ROWS})).scalars()
+    uids = (await conn.execute(query, {"limit": MAX_LISTED_ROWS})).scalars()
     return [{"uid": str(u), "column": column,
              "message": "another row of its org has the same value"} for u in uids]
 
