@@ -5,6 +5,11 @@ marks it used in the same statement that checks it (`UPDATE ... WHERE used_at IS
 expires_at > now RETURNING`), so two concurrent redemptions cannot both succeed. The lookup is
 by the hash, so comparing never touches the secret itself. A used, expired and unknown token
 get the same answer.
+
+Where the answer must not tell a known address from an unknown one (sign-up with verification
+required, resend, forgot), the token and its mail are written by one statement that does the
+whole step if the address is known (or free, for sign-up) and writes nothing else otherwise:
+`issue_and_mail_if_known`, `sign_up_and_mail`. Both sides then send the same statements.
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ import secrets
 import uuid
 from typing import Any
 
-from sqlalchemy import delete, func, insert, literal, select, update
+from sqlalchemy import Select, delete, exists, func, literal, select, union_all, update
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
+from uuid6 import uuid7
 
 from authoric import clock
 from authoric.db import tables as t
@@ -86,11 +93,40 @@ async def issue_and_mail_if_known(conn: AsyncConnection, app_uid: uuid.UUID, pur
         select(_bound(mt, "hash", token_hash(token)), _bound(mt, "app_uid", app_uid),
                _bound(mt, "purpose", purpose), known.c.uid, _bound(mt, "subject", email),
                _bound(mt, "expires_at", expires)).select_from(known)).cte("issued")
-    box = t.mail_outbox
-    await conn.execute(insert(box).from_select(
-        list(mail), select(*(_bound(box, name, value) for name, value in mail.items()))
-        .select_from(known)).add_cte(spent, issued))
+    await conn.execute(insert(t.mail_outbox).from_select(
+        list(mail), _mail_values(mail).select_from(known)).add_cte(spent, issued))
     await _purge_expired(conn)
+
+
+async def sign_up_and_mail(conn: AsyncConnection, app_uid: uuid.UUID, email: str,
+                           password_hash: str, token: str, verify: dict[str, Any],
+                           taken: dict[str, Any]) -> None:
+    """A sign-up with verification required, in one statement whatever the answer: a new
+    user for `email`, `token` issued to them and the `verify` mail queued; or, the address
+    being taken (even by a concurrent sign-up), the `taken` mail queued for its owner and
+    nothing else. So a free and a taken address cost the same round trips (the hash was
+    made for both) and the answer, the same either way, leaks nothing by time."""
+    u, mt = t.users, t.mail_tokens
+    made = insert(u).values(uid=uuid7(), app_uid=app_uid, email=email,
+                            password_hash=password_hash).on_conflict_do_nothing(
+        index_elements=[u.c.app_uid, u.c.email]).returning(u.c.uid).cte("made")
+    issued = insert(mt).from_select(
+        ["hash", "app_uid", "purpose", "user_uid", "subject", "expires_at"],
+        select(_bound(mt, "hash", token_hash(token)), _bound(mt, "app_uid", app_uid),
+               _bound(mt, "purpose", VERIFY), made.c.uid, _bound(mt, "subject", email),
+               _bound(mt, "expires_at", _at(clock.now() + LIFETIMES[VERIFY])))
+        .select_from(made)).cte("issued")
+    await conn.execute(insert(t.mail_outbox).from_select(list(verify), union_all(
+        _mail_values(verify).select_from(made),
+        _mail_values(taken).where(~exists(select(made.c.uid))))).add_cte(issued))
+    await _purge_expired(conn)
+
+
+def _mail_values(mail: dict[str, Any]) -> Select[Any]:
+    """The outbox columns `mail` holds, as a SELECT of bound values (its FROM and WHERE are
+    the caller's: whether the mail is written)."""
+    box = t.mail_outbox
+    return select(*(_bound(box, name, value) for name, value in mail.items()))
 
 
 def _bound(table: Any, column: str, value: Any) -> Any:

@@ -73,16 +73,17 @@ async def sign_up(tx: Transaction, secret: str, app_ref: str, body: SignUp, post
     check_password(settings, body.password)
     email = body.email
     password_hash = await hash_password(body.password)  # known or not: the same work
+    if settings.email_verification == "required":
+        # Both mails composed, one of them written: a free and a taken address cost the same.
+        token = mail_tokens.new_mail_token()
+        verify = postbox.row(postbox.compose(app, "verify", email, token))
+        taken = postbox.row(postbox.compose(app, "taken", email))
+        async with tx() as conn:
+            await mail_tokens.sign_up_and_mail(conn, app["uid"], email, password_hash, token,
+                                               verify, taken)
+        return 202, VERIFICATION_SENT
     async with tx() as conn:
         uid = await insert_user(conn, app["uid"], email, password_hash, verified=False)
-        if settings.email_verification == "required":
-            if uid is None:
-                await postbox.queue(conn, app, "taken", email)
-            else:
-                token = await mail_tokens.issue_mail_token(
-                    conn, app["uid"], mail_tokens.VERIFY, user_uid=uid, subject=email)
-                await postbox.queue(conn, app, "verify", email, token)
-            return 202, VERIFICATION_SENT
         if uid is None:
             raise Conflict("a user with this email exists", {"email": email})
         return 201, await issue(conn, secret, app, uid, None, None, uuid7(), user_agent)
