@@ -83,8 +83,8 @@ def test_sign_up_forgot_and_resend_cost_the_same_round_trips_for_known_and_unkno
                            json={"email": unverified, "password": "a long password"}), 202)
         expect(_forgot(world, new_email()), 202)  # the throttle's hourly purge goes here
 
-        def cost(path: str, email: str) -> tuple[int, Any, int]:
-            answer = client.post(f"/{world.name}/auth/{path}", json={"email": email})
+        def cost(path: str, email: str, **more: str) -> tuple[int, Any, int]:
+            answer = client.post(f"/{world.name}/auth/{path}", json={"email": email, **more})
             return (answer.status_code, without_request_id(answer.json()),
                     int(answer.headers["X-Authoric-Round-Trips"]))
 
@@ -94,14 +94,8 @@ def test_sign_up_forgot_and_resend_cost_the_same_round_trips_for_known_and_unkno
         assert [m["subject"].startswith("Reset") for m in mails_to(world, verified)] == [True]
         assert len(mails_to(world, unverified)) == 2  # the sign-up's and the resent one
 
-        def signing_up(email: str) -> tuple[int, Any, int]:
-            answer = client.post(f"/{world.name}/auth/signup",
-                                 json={"email": email, "password": "a long password"})
-            return (answer.status_code, without_request_id(answer.json()),
-                    int(answer.headers["X-Authoric-Round-Trips"]))
-
         free = new_email()
-        signed = [signing_up(email) for email in (verified, free)]
+        signed = [cost("signup", email, password="a long password") for email in (verified, free)]
         assert signed == signed[:1] * 2, signed
         assert mails_to(world, verified)[0]["subject"].startswith("Your")  # newest first
         expect(client.post(f"/{world.name}/auth/verify",

@@ -1,4 +1,4 @@
-"""Tokens sent by mail (verify, reset; invitations can share the store by `purpose`).
+"""Tokens sent by mail (verify, reset; invitations keep their own, accounts.org_invitations).
 
 A token is 32 random bytes (URL-safe base64 in the link); only its SHA-256 is kept. Redeeming
 marks it used in the same statement that checks it (`UPDATE ... WHERE used_at IS NULL AND
@@ -48,26 +48,6 @@ def _at(seconds: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(seconds, dt.UTC)
 
 
-async def issue_mail_token(conn: AsyncConnection, app_uid: uuid.UUID, purpose: str, *,
-                           user_uid: uuid.UUID | None = None, subject: str | None = None,
-                           data: dict[str, Any] | None = None,
-                           lifetime: float | None = None) -> str:
-    """A new token for `purpose` (kept as its hash, in the caller's transaction); the token
-    itself, for the mail's link. Earlier unused tokens of the same user and purpose stop
-    working: only the newest link does anything."""
-    if user_uid is not None:
-        await conn.execute(update(t.mail_tokens).where(
-            t.mail_tokens.c.user_uid == user_uid, t.mail_tokens.c.purpose == purpose,
-            t.mail_tokens.c.used_at.is_(None)).values(used_at=func.now()))
-    token = new_mail_token()
-    expires = clock.now() + (LIFETIMES[purpose] if lifetime is None else lifetime)
-    await conn.execute(t.mail_tokens.insert().values(
-        hash=token_hash(token), app_uid=app_uid, purpose=purpose, user_uid=user_uid,
-        subject=subject, data=data or {}, expires_at=_at(expires)))
-    await _purge_expired(conn)
-    return token
-
-
 def new_mail_token() -> str:
     """A token for a mail's link: 32 random bytes, URL-safe."""
     return secrets.token_urlsafe(TOKEN_BYTES)
@@ -87,12 +67,7 @@ async def issue_and_mail_if_known(conn: AsyncConnection, app_uid: uuid.UUID, pur
         [u.c.email_verified_at.is_(None)] if unverified_only else [])).cte("known")
     spent = update(mt).where(mt.c.user_uid.in_(select(known.c.uid)), mt.c.purpose == purpose,
                              mt.c.used_at.is_(None)).values(used_at=func.now()).cte("spent")
-    expires = _at(clock.now() + LIFETIMES[purpose])
-    issued = insert(mt).from_select(
-        ["hash", "app_uid", "purpose", "user_uid", "subject", "expires_at"],
-        select(_bound(mt, "hash", token_hash(token)), _bound(mt, "app_uid", app_uid),
-               _bound(mt, "purpose", purpose), known.c.uid, _bound(mt, "subject", email),
-               _bound(mt, "expires_at", expires)).select_from(known)).cte("issued")
+    issued = _issued(app_uid, purpose, email, token, known)
     await conn.execute(insert(t.mail_outbox).from_select(
         list(mail), _mail_values(mail).select_from(known)).add_cte(spent, issued))
     await _purge_expired(conn)
@@ -106,20 +81,27 @@ async def sign_up_and_mail(conn: AsyncConnection, app_uid: uuid.UUID, email: str
     being taken (even by a concurrent sign-up), the `taken` mail queued for its owner and
     nothing else. So a free and a taken address cost the same round trips (the hash was
     made for both) and the answer, the same either way, leaks nothing by time."""
-    u, mt = t.users, t.mail_tokens
+    u = t.users
     made = insert(u).values(uid=uuid7(), app_uid=app_uid, email=email,
                             password_hash=password_hash).on_conflict_do_nothing(
         index_elements=[u.c.app_uid, u.c.email]).returning(u.c.uid).cte("made")
-    issued = insert(mt).from_select(
-        ["hash", "app_uid", "purpose", "user_uid", "subject", "expires_at"],
-        select(_bound(mt, "hash", token_hash(token)), _bound(mt, "app_uid", app_uid),
-               _bound(mt, "purpose", VERIFY), made.c.uid, _bound(mt, "subject", email),
-               _bound(mt, "expires_at", _at(clock.now() + LIFETIMES[VERIFY])))
-        .select_from(made)).cte("issued")
+    issued = _issued(app_uid, VERIFY, email, token, made)
     await conn.execute(insert(t.mail_outbox).from_select(list(verify), union_all(
         _mail_values(verify).select_from(made),
         _mail_values(taken).where(~exists(select(made.c.uid))))).add_cte(issued))
     await _purge_expired(conn)
+
+
+def _issued(app_uid: uuid.UUID, purpose: str, email: str, token: str, users: Any) -> Any:
+    """A CTE issuing `token` for `purpose` to each user of the CTE `users` (a uid column):
+    none, or the one the statement found or made."""
+    mt = t.mail_tokens
+    return insert(mt).from_select(
+        ["hash", "app_uid", "purpose", "user_uid", "subject", "expires_at"],
+        select(_bound(mt, "hash", token_hash(token)), _bound(mt, "app_uid", app_uid),
+               _bound(mt, "purpose", purpose), users.c.uid, _bound(mt, "subject", email),
+               _bound(mt, "expires_at", _at(clock.now() + LIFETIMES[purpose])))
+        .select_from(users)).cte("issued")
 
 
 def _mail_values(mail: dict[str, Any]) -> Select[Any]:
