@@ -38,7 +38,7 @@ from authoric.db.changelog import PLATFORM_WRITE
 from authoric.db.embedded import embedded_database_url
 from authoric.db.engine import create_engine
 from authoric.db.errors import translate
-from authoric.errors import NotFound
+from authoric.errors import Conflict, NotFound
 from authoric.plan.request import Operation, call
 from authoric.policy.principal import Principal
 from authoric.records.pipeline import Fresh, InTransaction, execute
@@ -95,15 +95,19 @@ def _uuid(value: str | uuid.UUID, what: str) -> uuid.UUID:
 
 
 async def _org_of(conn: AsyncConnection, app_uid: uuid.UUID, org: str | uuid.UUID) -> uuid.UUID:
-    """The org `org` names: its uid, or its name (unique within the app)."""
+    """The org `org` names: its uid, or its name; 409 for a name several orgs share (orgs
+    users create may), which only the uid tells apart."""
     try:
         named = t.orgs.c.uid == (org if isinstance(org, uuid.UUID) else uuid.UUID(org))
     except ValueError:
         named = t.orgs.c.name == org
-    found = await conn.scalar(select(t.orgs.c.uid).where(and_(t.orgs.c.app_uid == app_uid, named)))
-    if found is None:
+    found = (await conn.scalars(select(t.orgs.c.uid).where(
+        and_(t.orgs.c.app_uid == app_uid, named)).limit(2))).all()
+    if not found:
         raise NotFound("no such org")
-    return uuid.UUID(str(found))
+    if len(found) > 1:
+        raise Conflict(f"several orgs are named {org!r}: give the org's uid", {"org": str(org)})
+    return uuid.UUID(str(found[0]))
 
 
 @dataclass

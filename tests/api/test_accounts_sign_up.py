@@ -138,6 +138,22 @@ def test_a_user_creates_an_org_and_owns_it_when_the_app_lets_users(world: AppWor
     assert "actor" not in audit[0]["details"]  # the entry's own actor says who
 
 
+def test_users_creating_orgs_learn_nothing_of_other_tenants_org_names(world: AppWorld) -> None:
+    """An org's name is its label, not a key: a user naming an org as another tenant named
+    theirs gets an org of their own (a 409 would tell them that tenant exists, and let anyone
+    squat names). The operator, who sees every org, still gets 409 for a name in use."""
+    world.role("owner", ["*:*"])
+    expect(world.admin.patch(world.base, json={"settings": {
+        "orgCreation": "users", "orgOwnerRoles": ["owner"]}}), 200)
+    first, second = (world.login(world.user()) for _ in range(2))
+    mine = expect(first.post(f"/{world.name}/orgs", json={"name": "Acme"}), 201)["org"]
+    theirs = expect(second.post(f"/{world.name}/orgs", json={"name": "Acme"}), 201)["org"]
+    assert mine["uid"] != theirs["uid"] and mine["name"] == theirs["name"] == "Acme"
+    expect(world.admin.post(f"{world.base}/orgs", json={"name": "Acme"}), 409, "CONFLICT")
+    listed = expect(world.admin.get(f"{world.base}/orgs"), 200)["items"]
+    assert sorted(o["uid"] for o in listed) == sorted([mine["uid"], theirs["uid"]])
+
+
 def test_operator_created_users_are_verified(world: AppWorld) -> None:
     user = world.user()
     users = expect(world.admin.get(f"{world.base}/users"), 200)["items"]

@@ -328,3 +328,16 @@ async def test_concurrent_sessions_share_one_sdk(shop: AppWorld, sdk: Authoric) 
     assert len({r["uid"] for r in rows}) == 20
     async with sdk.as_app(shop.name, shop.orgs["A"]) as s:
         assert len((await s.list("invoices"))["items"]) == 10
+
+
+async def test_a_job_naming_an_org_by_a_name_two_orgs_share_is_refused_and_given_the_uid_works(
+        shop: AppWorld, sdk: Authoric) -> None:
+    """Orgs users create may share a name: a name that is not one org's is 409, never a guess."""
+    expect(shop.admin.patch(shop.base, json={"settings": {"orgCreation": "users"}}), 200)
+    made = [expect(shop.login(shop.user()).post(f"/{shop.name}/orgs", json={"name": "Twin"}),
+                   201)["org"]["uid"] for _ in range(2)]
+    with pytest.raises(Conflict):
+        async with sdk.as_app(shop.name, "Twin") as s:
+            await s.list("invoices")
+    async with sdk.as_app(shop.name, made[0]) as s:
+        assert (await s.list("invoices"))["items"] == []

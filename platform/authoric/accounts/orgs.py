@@ -24,13 +24,15 @@ from authoric.tenancy.service import create_org
 async def create_member_org(conn: AsyncConnection, secret: str, caller: AccountCaller,
                             body: NewMemberOrg, user_agent: str | None) -> dict[str, Any]:
     """201's answer: the org and a token pair for it; 403 `org_creation_closed` unless the
-    app lets users create orgs; 409 for a name taken in the app."""
+    app lets users create orgs. A name another org has is fine: nothing tells the user of
+    other tenants' orgs."""
     app = caller.app
     settings = app_settings(app["settings"])
     if settings.org_creation != "users":
         raise Forbidden("only the operator creates orgs in this app",
                         {"reason": "org_creation_closed"})
-    org = await create_org(conn, str(app["uid"]), NewOrg(name=body.name))
+    org = await create_org(conn, str(app["uid"]), NewOrg(name=body.name),
+                           name_taken_is_conflict=False)
     org_uid, membership = uuid.UUID(org["uid"]), uuid7()
     await conn.execute(t.members.insert().values(
         app_uid=app["uid"], org_uid=org_uid, user_uid=caller.user.uid,

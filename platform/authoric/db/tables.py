@@ -90,7 +90,8 @@ orgs = Table(
     _app_uid(),
     Column("name", Text, nullable=False),
     _created(),
-    UniqueConstraint("app_uid", "name"),
+    # A label, not a key: orgs users create may share a name (the operator's may not).
+    Index("orgs_app_name", "app_uid", "name"),
 )
 
 

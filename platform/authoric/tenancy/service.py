@@ -28,15 +28,18 @@ from authoric.tenancy.models import Membership, NewOrg, NewUser
 
 # Organizations ---------------------------------------------------------------------------
 
-async def create_org(conn: AsyncConnection, app_ref: str, new: NewOrg) -> dict[str, Any]:
+async def create_org(conn: AsyncConnection, app_ref: str, new: NewOrg, *,
+                     name_taken_is_conflict: bool = True) -> dict[str, Any]:
+    """A new org of the app. The operator's (`name_taken_is_conflict`) is 409 for a name in
+    use: the operator sees every org, and the SDK and CLI find orgs by name. A user's is not:
+    a 409 would tell them another tenant's org exists, and let anyone squat names."""
     app = await find_app(conn, app_ref)
     name = new.name
+    if name_taken_is_conflict and await conn.scalar(select(t.orgs.c.uid).where(
+            t.orgs.c.app_uid == app["uid"], t.orgs.c.name == name).limit(1)) is not None:
+        raise Conflict(f"an org named {name!r} exists", {"name": name})
     uid = uuid7()
-    try:
-        async with conn.begin_nested():
-            await conn.execute(t.orgs.insert().values(uid=uid, app_uid=app["uid"], name=name))
-    except IntegrityError as exc:
-        raise Conflict(f"an org named {name!r} exists", {"name": name}) from exc
+    await conn.execute(t.orgs.insert().values(uid=uid, app_uid=app["uid"], name=name))
     return {"uid": str(uid), "name": name}
 
 
