@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from authoric.tables.indexes import physical_name
-from tests.api.test_table_indexes import physical, settled
+from tests.api.test_table_indexes import physical
 from tests.scenario import AppWorld, expect
 from tests.servers import start_server
 from tests.sse import db_fetch, db_value
@@ -57,6 +57,6 @@ def test_a_server_starting_marks_a_dead_build_failed_and_drops_its_invalid_index
     # Put again, the index fails for the real reason and lists the duplicates.
     expect(world.admin.put(f"{world.base}/tables/codes/indexes/by_code",
                            json={"columns": ["code"], "unique": True}), 202)
-    again = settled(world, "codes", "by_code")
+    again = world.settled_index("codes", "by_code")
     assert again["state"] == "failed" and again["error"]["code"] == "CONFLICT", again
     assert len(again["error"]["details"]["rows"]) == 2
