@@ -54,20 +54,25 @@ async def _record(conn: AsyncConnection, who: Acting, action: str, target: str,
     await audit.record(conn, who.app_uid, action, target, details, who.actor)
 
 
-async def _listed(request: Request, app: str, grants: OrgGrants) -> dict[str, Any]:
-    """The org's keys or invitations, as the calling member may read them."""
-    async with as_member(request, app) as (conn, who):
-        return {"items": await grants.member_lists(conn, who)}
+def _grant_routes(grants: OrgGrants, path: str) -> None:
+    """`GET /{app}/org/{path}` (the org's keys or invitations, as the calling member may read
+    them) and `DELETE /{app}/org/{path}/{uid}` (revoke one as the calling member, logged as
+    `{noun}.delete` on `orgs/{org}/{path}/{uid}` in the same transaction): one pair per kind
+    of grant, the same steps for both."""
+    async def listed(request: Request, app: str) -> dict[str, Any]:
+        async with as_member(request, app) as (conn, who):
+            return {"items": await grants.member_lists(conn, who)}
 
+    async def revoked(request: Request, app: str, uid: str) -> Response:
+        async with as_member(request, app, writes=True) as (conn, who):
+            gone = await grants.member_revokes(conn, who, uid)
+            await _record(conn, who, f"{grants.noun}.delete", f"orgs/{who.org_uid}/{path}/{uid}",
+                          gone)
+        return Response(status_code=204)
 
-async def _revoked(request: Request, app: str, grants: OrgGrants, ref: str) -> Response:
-    """Revoke one of the org's keys or invitations as the calling member, and log it
-    (`{noun}.delete` on `orgs/{org}/{noun}s/{ref}`) in the same transaction."""
-    kind = grants.noun
-    async with as_member(request, app, writes=True) as (conn, who):
-        revoked = await grants.member_revokes(conn, who, ref)
-        await _record(conn, who, f"{kind}.delete", f"orgs/{who.org_uid}/{kind}s/{ref}", revoked)
-    return Response(status_code=204)
+    router.add_api_route(f"/{{app}}/org/{path}", listed, methods=["GET"], name=f"list_{path}")
+    router.add_api_route(f"/{{app}}/org/{path}/{{uid}}", revoked, methods=["DELETE"],
+                         status_code=204, name=f"delete_{path}")
 
 
 @router.get("/{app}/org/members")
@@ -103,14 +108,7 @@ async def create_key(request: Request, app: str, body: Body[NewKey]) -> dict[str
         return created
 
 
-@router.get("/{app}/org/keys")
-async def list_keys(request: Request, app: str) -> dict[str, Any]:
-    return await _listed(request, app, keys.KEYS)
-
-
-@router.delete("/{app}/org/keys/{key}", status_code=204)
-async def delete_key(request: Request, app: str, key: str) -> Response:
-    return await _revoked(request, app, keys.KEYS, key)
+_grant_routes(keys.KEYS, "keys")
 
 
 @router.post("/{app}/org/invitations", status_code=201, dependencies=[Depends(signed_bearer)])
@@ -127,14 +125,7 @@ async def create_invitation(request: Request, app: str,
     return invitation
 
 
-@router.get("/{app}/org/invitations")
-async def list_invitations(request: Request, app: str) -> dict[str, Any]:
-    return await _listed(request, app, invitations.INVITATIONS)
-
-
-@router.delete("/{app}/org/invitations/{invitation}", status_code=204)
-async def delete_invitation(request: Request, app: str, invitation: str) -> Response:
-    return await _revoked(request, app, invitations.INVITATIONS, invitation)
+_grant_routes(invitations.INVITATIONS, "invitations")
 
 
 @router.post("/{app}/auth/invitations/accept")
