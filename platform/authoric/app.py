@@ -106,6 +106,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.stream_leases = StreamLeases(engine, settings)
         settle_collector()
         deliverer = app.state.webhooks = Deliverer(settings, engine, source, snapshots, counted)
+        deliverer.pool = pool  # its statements run on the request path's pool, as the judge's
         sequencer.start()
         source.start(Tee(hub, deliverer))
         if settings.webhook_delivery:
