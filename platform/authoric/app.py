@@ -95,6 +95,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sequencer = Sequencer(settings, libpq_url(url))
         pool = await open_pool(libpq_url(url), settings.db_pool_size, session_settings(settings))
         hub.pool = pool  # the judge runs on the request path's pool (realtime/hub.py)
+        source.pool = pool  # and so do resumes' reads of the log
         mail_sender = start_mail_sender(settings, engine)
         app.state.services = Services(
             settings=settings, engine=engine, jwt_secret=jwt_secret(settings),

@@ -23,6 +23,10 @@ class OutboxSource:
     def __init__(self, engine: AsyncEngine, dsn: str, batch: int = BATCH) -> None:
         self.engine, self.dsn, self.batch = engine, dsn, batch
         self.relay: Relay | None = None
+        # The request path's pool (plan/runner.py), once app.py has opened it: each read is
+        # then one round trip, with no SQLAlchemy checkout and its ping (webhook deliveries
+        # read the bounds and the log on every pass).
+        self.pool: asyncpg.Pool | None = None
 
     @property
     def position(self) -> int:
@@ -44,6 +48,10 @@ class OutboxSource:
 
     @asynccontextmanager
     async def _driver(self) -> AsyncIterator[asyncpg.Connection]:
+        if self.pool is not None:
+            async with self.pool.acquire() as raw:
+                yield raw
+            return
         async with self.engine.connect() as conn:
             yield (await conn.get_raw_connection()).driver_connection
 

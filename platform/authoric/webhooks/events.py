@@ -129,9 +129,9 @@ async def deliveries(connect: Connect, raw: asyncpg.Connection | None, snapshot:
         table = snapshot.tables[name]
         if audience.role is None:
             frames = await judge_for_operator(
-                await connect(), table, own,
+                await connect() if raw is None or audience.expand else None, table, own,
                 lambda t, c, row: _render(audience, t, c, row, True),
-                snapshot, audience.expand)
+                snapshot, audience.expand, raw, judging.memo(snapshot, name).statements)
         else:
             frames = await _as_role(connect, raw, snapshot, table, audience, own, judging)
         out += [Delivery(f.pos, f.data) for f in frames]
