@@ -201,6 +201,10 @@ class Metrics:
             "authoric_webhook_lag_seconds",
             "age of a webhook's oldest change not yet delivered (0: none waiting)", ["webhook"],
             multiprocess_mode="livesum", registry=r)
+        self.webhook_delivering = Gauge(
+            "authoric_webhook_delivering", "processes delivering the webhook now (holding its "
+            "lease): 1, or 0 once its holder let it go (paused, failing, deleted, lost)",
+            ["webhook"], multiprocess_mode="livesum", registry=r)
 
     # --- counted as things happen ---------------------------------------------------------
 
@@ -256,6 +260,9 @@ class Metrics:
     def webhook_lag(self, webhook: str, positions: int, seconds: float) -> None:
         self.webhook_lag_positions.labels(webhook).set(positions)
         self.webhook_lag_seconds.labels(webhook).set(seconds)
+
+    def webhook_running(self, webhook: str, delivering: bool) -> None:
+        self.webhook_delivering.labels(webhook).set(1 if delivering else 0)
 
     def feed_stage(self, stage: str, seconds: float) -> None:
         self.feed.observe(stage, seconds)

@@ -268,12 +268,15 @@ class Deliverer:
                         self.running.pop(uid).task.cancel()
                         if uid not in held and self.metrics is not None:
                             self.metrics.webhook_lag(str(uid), 0, 0.0)
+                            self.metrics.webhook_running(str(uid), False)
                 for uid, token in held.items():
                     if uid not in self.running:
                         wake = asyncio.Event()
                         self.running[uid] = Running(
                             asyncio.create_task(self._deliver(uid, token, wake)), wake,
                             token=token)
+                        if self.metrics is not None:
+                            self.metrics.webhook_running(str(uid), True)
                 self._tokens = [r.token for r in self.running.values()]
                 self._observe()
             except asyncio.CancelledError:
