@@ -5,6 +5,7 @@ Tests say who is calling; these helpers make those callers.
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,8 @@ from typing import Any
 import httpx
 
 from tests.servers import ServerProcess
+
+INDEX_BUILD_WAIT = 60.0  # seconds a build of a few rows may take on a loaded machine
 
 
 def unique(prefix: str) -> str:
@@ -118,6 +121,16 @@ class AppWorld:
         user = self.user()
         self.member(org_uid, user["uid"], roles)
         return self.login(user, org_uid)
+
+    def settled_index(self, table: str, name: str) -> dict[str, Any]:
+        """The index once it is no longer building (waits on the condition, never a fixed
+        time; gives up after INDEX_BUILD_WAIT seconds)."""
+        deadline = time.monotonic() + INDEX_BUILD_WAIT
+        while True:
+            got = expect(self.admin.get(f"{self.base}/tables/{table}/indexes/{name}"), 200)
+            if got["state"] != "building" or time.monotonic() > deadline:
+                return dict(got)
+            time.sleep(0.1)
 
     def rows(self, table: str) -> str:
         return f"/{self.name}/autocrud/{table}"

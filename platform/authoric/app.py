@@ -64,6 +64,14 @@ from authoric.webhooks.worker import Deliverer, Tee
 YOUNG_COLLECTION_THRESHOLD = 50_000
 
 
+# Every router, in the order routes are matched, one pattern after another. Streams precede
+# the table routes (`.../subscribe` is not a row uid).
+ROUTERS = (subscribe.router, autocrud.router, health.router, metrics.router, admin.router,
+           console.router, console_static.router, openapi.router, sessions.router,
+           accounts.router, account_pages.router, admin_accounts.router, org.router,
+           webhooks.router)
+
+
 def settle_collector() -> None:
     """Once per process, after startup: long-lived objects built so far need no more collector
     passes (`gc.freeze`: with thousands of open streams, full collections otherwise take a
@@ -151,18 +159,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AdminAudit)
     app.add_middleware(Observe, metrics=counted)
     app.add_middleware(AppCors, origins_of=app_origins)  # outermost: 413s get CORS headers too
-    # Routes are matched in order, one pattern after another. Streams precede the table routes
-    # (`.../subscribe` is not a row uid).
-    routers = (subscribe.router, autocrud.router, health.router, metrics.router, admin.router,
-               console.router, console_static.router, openapi.router, sessions.router,
-               accounts.router, account_pages.router, admin_accounts.router, org.router,
-               webhooks.router)
-    for router in routers:
+    for router in ROUTERS:
         app.include_router(router)
     # Ahead of the whole stack, table requests by one path split (http/table_route.py), served
     # by one layer that does what the middlewares above do for them (http/front.py); the
     # autocrud router still declares them, documents them and serves what the split leaves.
-    app.front = Front(TableRoutes(autocrud.router, routers), counted, app_origins,
+    app.front = Front(TableRoutes(autocrud.router, ROUTERS), counted, app_origins,
                       settings.max_body_bytes)
     return app
 

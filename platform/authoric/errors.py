@@ -1,4 +1,5 @@
-"""The closed catalogue of errors clients can see, each with a stable code and status.
+"""The closed catalogue of errors clients can see, each with a stable code and status, and the
+envelope they are answered in (`ErrorBody`, as the OpenAPI documents declare it).
 
 Services raise these; one handler in `http.errors` turns them into the contract's envelope.
 """
@@ -6,6 +7,8 @@ Services raise these; one handler in `http.errors` turns them into the contract'
 from __future__ import annotations
 
 from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
 
 
 class AuthoricError(Exception):
@@ -23,6 +26,25 @@ class AuthoricError(Exception):
 
     def body(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class ErrorDetail(BaseModel):
+    """The contract's error object (section 1): in every error answer, and wherever an answer
+    reports an error of its own (an index whose build failed)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: str
+    message: str
+    details: dict[str, Any]
+
+
+class ErrorBody(BaseModel):
+    """Every error response: `{"error": {"code", "message", "details"}}`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error: ErrorDetail
 
 
 class BadRequest(AuthoricError):

@@ -83,6 +83,31 @@ def test_a_lead_lists_the_orgs_members_with_roles_and_join_times(world: AppWorld
     assert [m["user"] for m in first["items"] + rest["items"]] == sorted(by_user)
 
 
+def test_a_role_granted_an_action_on_every_table_gets_no_org_resource_with_it(
+        world: AppWorld) -> None:
+    """`*:read_list`, `*:create`, `*:delete` are every table's: a wide reader or writer role
+    lists no members, invites nobody, makes no keys. Only `*:*` includes the org's own."""
+    s = saas(world)
+    role(world, "wide", ["*:read_list", "*:read", "*:create", "*:update", "*:delete"],
+         ["clerk"])
+    wide_user = world.user()
+    world.member(s["org"], wide_user["uid"], ["wide"])
+    wide = world.login(wide_user, s["org"])
+    expect(wide.get(world.rows("notes")), 200)  # every table's actions, as granted
+    refused = expect(wide.get(members_path(world)), 403, "FORBIDDEN")
+    assert refused["error"]["details"]["permission"] == "org.members:read_list"
+    expect(wide.delete(members_path(world, s["people"]["clerk"]["uid"])), 403, "FORBIDDEN")
+    expect(wide.post(f"/{world.name}/org/invitations",
+                     json={"email": f"new-{wide_user['uid']}@example.com", "roles": []}),
+           403, "FORBIDDEN")
+    expect(wide.post(f"/{world.name}/org/keys", json={"name": "job", "roles": []}),
+           403, "FORBIDDEN")
+    expect(wide.get(f"/{world.name}/org/keys"), 403, "FORBIDDEN")
+    # The owner's `*:*` still includes both.
+    expect(s["owner"].get(members_path(world)), 200)
+    expect(s["owner"].get(f"/{world.name}/org/keys"), 200)
+
+
 def test_a_clerk_without_the_permission_cannot_list_or_change_members(world: AppWorld) -> None:
     s = saas(world)
     expect(s["clerk"].get(members_path(world)), 403, "FORBIDDEN")
@@ -229,7 +254,9 @@ def test_a_lead_whose_role_is_taken_away_while_they_wait_is_judged_on_the_new_ro
             # The promotion is waiting on the lead's locked membership.
             for _ in range(200):
                 waiting = await conn.fetchval(
-                    "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'")
+                    "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                    "WHERE NOT l.granted AND l.locktype = 'transactionid' "
+                    "AND a.datname = current_database()")
                 if waiting:
                     break
                 await asyncio.sleep(0.05)

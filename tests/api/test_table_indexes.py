@@ -3,25 +3,12 @@ with a state every replica reports, within an org, and failures that say why."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 
 from tests.scenario import AppWorld, Caller, expect
 from tests.sse import db_fetch, db_value
-
-WIDE = 60.0  # seconds a build of a few rows may take on a loaded machine before we give up
-
-
-def settled(world: AppWorld, table: str, name: str) -> dict[str, Any]:
-    """The index once it is no longer building (waits on the condition, never a fixed time)."""
-    deadline = time.monotonic() + WIDE
-    while True:
-        got = expect(world.admin.get(f"{world.base}/tables/{table}/indexes/{name}"), 200)
-        if got["state"] != "building" or time.monotonic() > deadline:
-            return dict(got)
-        time.sleep(0.1)
 
 
 def physical(database_url: str, world: AppWorld, table: str) -> list[Any]:
@@ -57,7 +44,7 @@ def test_admin_puts_an_index_that_builds_and_is_listed_in_the_table_definition(
                                  json={"columns": ["vendor", "-createdAt"]}), 202)
     assert put == {"name": "by_vendor", "columns": ["vendor", "-createdAt"], "unique": False,
                    "kind": "btree", "state": "building"}
-    assert settled(world, "invoices", "by_vendor")["state"] == "ready"
+    assert world.settled_index("invoices", "by_vendor")["state"] == "ready"
     listed = expect(world.admin.get(f"{base}/indexes"), 200)["items"]
     assert [i["name"] for i in listed] == ["by_vendor"]
     definition = expect(world.admin.get(base), 200)
@@ -75,7 +62,7 @@ def test_the_same_index_again_is_answered_as_it_stands_and_other_columns_are_409
     world, _, _ = invoices
     url = f"{world.base}/tables/invoices/indexes/by_number"
     expect(world.admin.put(url, json={"columns": ["number"]}), 202)
-    settled(world, "invoices", "by_number")
+    world.settled_index("invoices", "by_number")
     again = expect(world.admin.put(url, json={"columns": ["number"]}), 202)
     assert again["state"] == "ready"
     expect(world.admin.put(url, json={"columns": ["notes"]}), 409, "CONFLICT")
@@ -89,7 +76,7 @@ def test_a_unique_index_is_unique_within_an_org_and_then_refuses_a_duplicate_the
     expect(south.post(world.rows("invoices"), json={"number": "A-1"}), 201)
     expect(world.admin.put(f"{world.base}/tables/invoices/indexes/number_once",
                            json={"columns": ["number"], "unique": True}), 202)
-    assert settled(world, "invoices", "number_once")["state"] == "ready"
+    assert world.settled_index("invoices", "number_once")["state"] == "ready"
     expect(north.post(world.rows("invoices"), json={"number": "A-1"}), 409, "CONFLICT")
     expect(north.post(world.rows("invoices"), json={"number": "A-2"}), 201)
 
@@ -105,7 +92,7 @@ def test_a_unique_index_over_duplicates_fails_listing_every_duplicate_and_leaves
     expect(south.post(world.rows("invoices"), json={"number": "A-2"}), 201)  # another org
     expect(world.admin.put(f"{world.base}/tables/invoices/indexes/number_once",
                            json={"columns": ["number"], "unique": True}), 202)
-    failed = settled(world, "invoices", "number_once")
+    failed = world.settled_index("invoices", "number_once")
     assert failed["state"] == "failed"
     assert failed["error"]["code"] == "CONFLICT" and failed["error"]["message"]
     rows = failed["error"]["details"]["rows"]
@@ -117,7 +104,7 @@ def test_a_unique_index_over_duplicates_fails_listing_every_duplicate_and_leaves
         expect(north.delete(f"{world.rows('invoices')}/{uid}"), 204)
     expect(world.admin.put(f"{world.base}/tables/invoices/indexes/number_once",
                            json={"columns": ["number"], "unique": True}), 202)
-    assert settled(world, "invoices", "number_once")["state"] == "ready"
+    assert world.settled_index("invoices", "number_once")["state"] == "ready"
 
 
 def test_a_column_named_n_gets_its_duplicates_listed_by_a_unique_index_and_a_unique_change(
@@ -129,7 +116,7 @@ def test_a_column_named_n_gets_its_duplicates_listed_by_a_unique_index_and_a_uni
                    for _ in range(2))
     expect(world.admin.put(f"{world.base}/tables/tickets/indexes/by_n",
                            json={"columns": ["n"], "unique": True}), 202)
-    failed = settled(world, "tickets", "by_n")
+    failed = world.settled_index("tickets", "by_n")
     assert failed["state"] == "failed" and failed["error"]["code"] == "CONFLICT"
     assert sorted(r["uid"] for r in failed["error"]["details"]["rows"]) == dupes
     refused = expect(world.admin.patch(f"{world.base}/tables/tickets", json={
@@ -144,7 +131,7 @@ def test_a_search_index_is_gin_over_the_accent_folded_search_expression(
     put = expect(world.admin.put(f"{world.base}/tables/invoices/indexes/notes_search",
                                  json={"columns": ["notes"], "kind": "search"}), 202)
     assert put["kind"] == "search" and put["unique"] is False
-    assert settled(world, "invoices", "notes_search")["state"] == "ready"
+    assert world.settled_index("invoices", "notes_search")["state"] == "ready"
     [index] = physical(database_url, world, "invoices")
     assert "USING gin ((ARRAY[org_uid]), authoric.search_vector(notes))" in index["def"]
     assert db_value(database_url, "SELECT authoric.search_vector($1) @@ "
@@ -188,14 +175,14 @@ def test_admin_deletes_an_index_and_postgresql_no_longer_holds_it(
     world, _, _ = invoices
     url = f"{world.base}/tables/invoices/indexes/by_number"
     expect(world.admin.put(url, json={"columns": ["number"]}), 202)
-    settled(world, "invoices", "by_number")
+    world.settled_index("invoices", "by_number")
     resp = world.admin.delete(url)
     assert resp.status_code == 204
     expect(world.admin.get(url), 404, "NOT_FOUND")
     assert physical(database_url, world, "invoices") == []
     # The name is free again, with other columns.
     expect(world.admin.put(url, json={"columns": ["notes"]}), 202)
-    assert settled(world, "invoices", "by_number")["columns"] == ["notes"]
+    assert world.settled_index("invoices", "by_number")["columns"] == ["notes"]
 
 
 def test_dropping_a_column_drops_the_indexes_that_hold_it(
@@ -204,7 +191,7 @@ def test_dropping_a_column_drops_the_indexes_that_hold_it(
     for name, columns in (("by_notes", ["notes", "number"]), ("by_number", ["number"])):
         expect(world.admin.put(f"{world.base}/tables/invoices/indexes/{name}",
                                json={"columns": columns}), 202)
-        settled(world, "invoices", name)
+        world.settled_index("invoices", name)
     changed = expect(world.admin.patch(f"{world.base}/tables/invoices",
                                        json={"dropColumns": ["notes"]}), 200)
     assert [i["name"] for i in changed["indexes"]] == ["by_number"]

@@ -30,7 +30,8 @@ async def _wait_for_lock_waiter(conn: asyncpg.Connection, relation: str, mode: s
     while asyncio.get_running_loop().time() < deadline:
         waiting = await conn.fetchval(
             "SELECT count(*) FROM pg_locks WHERE relation = $1::regclass AND mode = $2 "
-            "AND NOT granted", relation, mode)
+            "AND NOT granted AND database = (SELECT oid FROM pg_database "
+            "WHERE datname = current_database())", relation, mode)
         if waiting:
             return
         await asyncio.sleep(0.01)

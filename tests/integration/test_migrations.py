@@ -7,6 +7,7 @@ downgrade never touches the database the rest of the suite runs on.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -27,7 +28,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from authoric.db import migrate
 from authoric.db.engine import async_url
 from authoric.db.tables import SCHEMA, metadata
-from tests.scenario import AppWorld, expect
+from tests.api.test_security_round_four import wait_ready
+from tests.scenario import AppWorld, Caller, expect
 from tests.servers import start_server
 
 
@@ -162,3 +164,63 @@ def test_the_migrate_command_upgrades_and_downgrades(fresh_url: str, tmp_path: P
     down = _cli(fresh_url, tmp_path, "--downgrade", "base")
     assert down.returncode == 0, down.stderr
     assert _platform_tables(fresh_url) == set() and _current_revision(fresh_url) is None
+
+
+SEARCH_INDEX_SHAPES = r"""
+SELECT pg_get_indexdef(c.oid) AS definition, i.indisvalid AS valid
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_index i ON i.indexrelid = c.oid
+WHERE n.nspname LIKE 'app\_%' AND pg_get_indexdef(c.oid) LIKE '%search_vector(%'"""
+
+
+def test_an_operator_upgrading_a_populated_database_gets_org_led_search_indexes_that_answer(
+        fresh_url: str, tmp_path: Path) -> None:
+    """0010_sec rebuilds the search indexes that a database of the release before holds:
+    populated (two orgs' rows), downgraded to 0013_webhooks, then upgraded again. Members'
+    searches answer the same rows before and after, within their org alone."""
+    migrate.upgrade(fresh_url)
+    server = start_server(fresh_url, tmp_path)
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            world = AppWorld.create(server, http)
+            world.table("notes", [{"name": "body", "type": "text"}])
+            assert wait_ready(world, "notes", "body_search",
+                              {"columns": ["body"], "kind": "search"}) == "ready"
+            world.role("clerk", ["notes:*"])
+            north, south = world.caller(world.org("North"), ["clerk"]), \
+                world.caller(world.org("South"), ["clerk"])
+            ours = expect(north.post(world.rows("notes"), json={"body": "late invoice"}), 201)
+            expect(north.post(world.rows("notes"), json={"body": "early bill"}), 201)
+            expect(south.post(world.rows("notes"), json={"body": "late invoice too"}), 201)
+    finally:
+        server.stop()
+
+    migrate.downgrade(fresh_url, "0013_webhooks")
+    [before] = _run(fresh_url, SEARCH_INDEX_SHAPES)
+    assert "ARRAY[org_uid]" not in before["definition"]  # the release before's shape
+
+    migrate.upgrade(fresh_url)
+    [after] = _run(fresh_url, SEARCH_INDEX_SHAPES)
+    assert "USING gin ((ARRAY[org_uid]), " in after["definition"] and after["valid"]
+    (tmp_path / "again").mkdir()
+    server = start_server(fresh_url, tmp_path / "again")
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            world = AppWorld(server, world.name, Caller(http, server.admin_token))
+            user = world.user()
+            north_uid = _org_uid(world, "North")
+            world.member(north_uid, user["uid"], ["clerk"])
+            reader = world.login(user, north_uid)
+            for words in ("late", "late invoice"):
+                search = json.dumps({"body": {"search": words}})
+                page = expect(reader.get(world.rows("notes"), params={
+                    "filter": search, "count": "exact"}), 200)
+                assert [r["uid"] for r in page["items"]] == [ours["uid"]], words
+                assert page["total"] == 1
+    finally:
+        server.stop()
+
+
+def _org_uid(world: AppWorld, name: str) -> str:
+    orgs = expect(world.admin.get(f"{world.base}/orgs"), 200)["items"]
+    return str(next(o["uid"] for o in orgs if o["name"] == name))

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import asyncpg
 from bench.chaos import Proxy, upstream
+from sqlalchemy.engine import make_url
 
 from authoric.changes.sequencer import LOCK_KEY, Sequencer
 from authoric.db.dedicated import STALL
@@ -29,6 +30,10 @@ from authoric.settings import Settings
 from tests.api.test_health import own_database  # noqa: F401  (fixture: a database of our own)
 
 WIDE = 60.0
+# Who holds the leader lock in this test's database: pg_locks lists the whole cluster's, and
+# servers of other tests lead in databases of their own.
+HOLDER = ("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = $1 "
+          "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")
 BOUNDS = {"safety_poll": 0.5, "stall": 1.0, "idle_limit": 3.0}
 
 
@@ -98,8 +103,7 @@ async def test_a_frozen_leader_is_ended_and_replaced_by_a_follower_within_second
         other.start()
         await until(lambda: other.connected, "the second sequencer never connected")
         holder = await writer.fetchval(
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = $1",
-            LOCK_KEY)
+            HOLDER, LOCK_KEY)
         proxy.leader_links()[0].flowing.clear()  # frozen, TCP left open, never thawed
         frozen_at = time.monotonic()
         change = await writer.fetchval(
@@ -131,3 +135,35 @@ async def test_a_frozen_leader_is_ended_and_replaced_by_a_follower_within_second
         await other.stop()
         await writer.close()
         await proxy.stop()
+
+
+async def test_a_follower_never_ends_a_silent_leader_of_another_database_on_the_cluster(
+        own_database: tuple[str, str], database_url: str) -> None:  # noqa: F811
+    """Two deployments share one PostgreSQL: each leads in a database of its own. A follower
+    of ours ends only our silent leader, never the other deployment's, silent as it is."""
+    url = libpq_url(own_database[0])
+    neighbour = f"authoric_neighbour_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(libpq_url(database_url))
+    await admin.execute(f'CREATE DATABASE "{neighbour}"')
+    theirs = await asyncpg.connect(libpq_url(
+        make_url(database_url).set(database=neighbour).render_as_string(hide_password=False)))
+    ours = await asyncpg.connect(url)
+    follower = Sequencer(Settings(), url, **BOUNDS)
+    try:
+        for holder in (theirs, ours):  # both lead, then fall silent
+            assert await holder.fetchval("SELECT pg_try_advisory_lock($1)", LOCK_KEY)
+        their_pid = theirs.get_server_pid()
+        follower.leader_silence = 0.5
+        follower.start()
+        await until(lambda: follower.leader, "our silent leader was never replaced")
+        assert follower.unseated == 1
+        # The neighbour's session is alive and still holds its lock.
+        assert await theirs.fetchval("SELECT 1") == 1
+        assert await theirs.fetchval(HOLDER, LOCK_KEY) == their_pid
+    finally:
+        await follower.stop()
+        await theirs.close()
+        if not ours.is_closed():
+            await ours.close()
+        await admin.execute(f'DROP DATABASE IF EXISTS "{neighbour}"')
+        await admin.close()

@@ -23,6 +23,18 @@ def test_the_generated_interfaces_carry_the_bodies_the_routes_take() -> None:
                  "ImpersonationRequest", "PreviewRequest", "RoleBody", "ColumnTypes", "AppInfo",
                  "Org", "User", "Member", "Membership", "MemberSet"):
         assert f"export interface {name} {{" in generated, name
+
+
+def test_the_generated_interfaces_carry_every_answer_under_the_name_the_console_imports() -> None:
+    generated = admin_typescript(platform_document())
+    for name in ("TableDef", "ColumnDef", "Operations", "IndexDef", "AppSettings", "Role",
+                 "ApiKey", "NewApiKey", "Invitation", "MailItem", "UserSession", "AccessToken",
+                 "PreviewSide", "Preview", "AuditEntry", "OperatorActor", "MemberActor",
+                 "KeyActor", "TableList", "IndexList", "RoleList", "KeyList", "InvitationList",
+                 "MailPage", "SessionList", "AuditPage"):
+        assert f"export interface {name} {{" in generated, name
+    assert "  actor: OperatorActor | MemberActor | KeyActor;\n" in generated
+    assert "  error?: ErrorDetail;\n" in generated  # an index's, once its build failed
     assert "export type ColumnType = \"text\" | " in generated
 
 

@@ -1,7 +1,7 @@
 """Every command the docs show still exists: `scripts/...` and their options, `authoric`
 subcommands and their flags, `python -m bench.X` modules and their flags, and every repository
-path they name. Reads every page under docs/ and the README, so new pages are covered as they
-are added."""
+path they name, in fenced and indented code blocks and in code spans. Reads every page under
+docs/ and the README, so new pages are covered as they are added."""
 
 from __future__ import annotations
 
@@ -55,6 +55,24 @@ def fenced_commands(text: str) -> Iterator[str]:
             yield from (part.strip() for part in re.split(r"&&|\|\||;|\|", line) if part.strip())
 
 
+COMMAND_START = re.compile(
+    r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:\./)?(?:scripts/\w|\.ci/\w|authoric |\.venv/bin/|python3? -m )")
+INDENTED = re.compile(r"(?:\A|\n[ \t]*\n)((?: {4,}\S[^\n]*(?:\n|\Z))+)")
+
+
+def indented_commands(text: str) -> Iterator[str]:
+    """Commands of the indented code blocks (four spaces, after a blank line, outside the
+    fences): only lines that start like a command we can check, since a list item's
+    continued paragraph is indented too."""
+    for block in INDENTED.findall(FENCE.sub("", text)):
+        joined = re.sub(r"\\\n\s*", " ", block)
+        for line in joined.splitlines():
+            line = re.sub(r"^\s*\$\s+", "", line).strip()
+            if COMMAND_START.match(line):
+                yield from (part.strip() for part in re.split(r"&&|\|\||;|\|", line)
+                            if part.strip())
+
+
 def inline_commands(text: str) -> Iterator[str]:
     """Code spans in the prose that start like a command we can check."""
     for span in SPAN.findall(text):
@@ -78,7 +96,8 @@ def shown_commands() -> list[Shown]:
     for page in pages():
         text = page.read_text()
         name = str(page.relative_to(ROOT))
-        found += [Shown(name, c) for c in (*fenced_commands(text), *inline_commands(text))]
+        found += [Shown(name, c) for c in (*fenced_commands(text), *indented_commands(text),
+                                            *inline_commands(text))]
     return found
 
 
@@ -163,7 +182,8 @@ def shown_paths() -> list[Shown]:
     for page in pages():
         text = page.read_text()
         name = str(page.relative_to(ROOT))
-        candidates = [*SPAN.findall(text), *(w for c in fenced_commands(text) for w in words(c))]
+        candidates = [*SPAN.findall(text), *(w for c in fenced_commands(text) for w in words(c)),
+                      *(w for c in indented_commands(text) for w in words(c))]
         for candidate in candidates:
             path = re.sub(r"(?:[:#].*|[.,)]+)$", "", candidate.strip())
             if PATH.match(path):
@@ -216,3 +236,11 @@ def test_every_repository_path_the_docs_name_exists() -> None:
 def test_a_command_is_found_wrong_exactly_when_its_script_subcommand_module_or_flag_is_gone(
         command: str, wrong: bool) -> None:
     assert (problem(command) is not None) == wrong, problem(command)
+
+
+def test_a_command_in_an_indented_code_block_is_read_and_a_list_item_s_prose_is_not() -> None:
+    page = ("Run it:\n\n    .venv/bin/python -m bench.crud --seconds 5 \\\n"
+            "        --no-such-flag\n\n- an item\n\n    continued prose, not a command\n\n"
+            "```sh\nscripts/setup\n```\n")
+    found = [words(c) for c in indented_commands(page)]
+    assert found == [[".venv/bin/python", "-m", "bench.crud", "--seconds", "5", "--no-such-flag"]]

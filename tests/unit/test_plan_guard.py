@@ -4,6 +4,7 @@ and planning again."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from typing import Any
@@ -14,13 +15,16 @@ from sqlalchemy import select
 from sqlalchemy.dialects import postgresql
 
 from authoric.db import tables as t
+from authoric.errors import ServiceUnavailable
 from authoric.plan.guard import (
     FACT_COLUMNS,
+    PLAN_ATTEMPTS,
     Facts,
     Guard,
     StaleFacts,
     guarded_branches,
     guarded_select,
+    until_held,
 )
 
 EXPECTED = Facts(version=7, app_name="shop", roles=("clerk",), email="ann@example.test")
@@ -141,3 +145,44 @@ def test_a_transaction_s_confirmation_reads_the_facts_alone_as_the_row_that_stan
     with pytest.raises(StaleFacts) as raised:
         guard().check([no_row(moved)])
     assert raised.value.facts == moved
+
+
+def test_a_request_whose_catalog_moved_once_is_answered_by_its_second_plan() -> None:
+    tries: list[int] = []
+
+    async def attempt() -> str:
+        tries.append(1)
+        if len(tries) == 1:
+            raise StaleFacts(EXPECTED)  # a rename committed between planning and the statement
+        return "page"
+
+    assert asyncio.run(until_held(attempt)) == "page"
+    assert len(tries) == 2
+
+
+def test_a_request_whose_catalog_moves_under_every_plan_gets_503_with_retry_after() -> None:
+    """The SDK, the operator's rows and a member's transaction all plan through `until_held`:
+    a catalog that keeps moving ends in 503 UNAVAILABLE, never a 500, after PLAN_ATTEMPTS."""
+    tries: list[int] = []
+
+    async def attempt() -> str:
+        tries.append(1)
+        raise StaleFacts(EXPECTED)
+
+    with pytest.raises(ServiceUnavailable) as refused:
+        asyncio.run(until_held(attempt))
+    assert len(tries) == PLAN_ATTEMPTS
+    assert (refused.value.status, refused.value.code) == (503, "UNAVAILABLE")
+    assert refused.value.headers == {"Retry-After": "1"}
+
+
+def test_a_request_given_one_attempt_is_not_planned_again() -> None:
+    tries: list[int] = []
+
+    async def attempt() -> str:
+        tries.append(1)
+        raise StaleFacts(EXPECTED)
+
+    with pytest.raises(ServiceUnavailable):
+        asyncio.run(until_held(attempt, 1))
+    assert len(tries) == 1

@@ -1,4 +1,5 @@
-"""Webhook retries: full-jitter exponential backoff from 5 s, doubling, at most 1 h apart;
+"""Webhook retries: full-jitter exponential backoff, never sooner than 5 s, its bound doubling,
+at most 1 h apart;
 and the Standard Webhooks signature, checked with the `standardwebhooks` package."""
 
 from __future__ import annotations
@@ -11,15 +12,19 @@ from authoric.webhooks.backoff import ceiling, retry_delay
 from authoric.webhooks.signing import new_secret, signed_headers
 
 
-def test_the_ceiling_starts_at_5_s_doubles_and_stops_at_an_hour() -> None:
-    assert [ceiling(n) for n in range(1, 6)] == [5, 10, 20, 40, 80]
-    assert ceiling(11) == 3600 and ceiling(10_000) == 3600
+def test_the_ceiling_doubles_from_10_s_and_stops_at_an_hour() -> None:
+    assert [ceiling(n) for n in range(1, 6)] == [10, 20, 40, 80, 160]
+    assert ceiling(10) == 3600 and ceiling(10_000) == 3600
 
 
-def test_each_wait_is_uniform_between_zero_and_the_ceiling() -> None:
-    assert retry_delay(3, lambda: 0.0) == 0.0
-    assert retry_delay(3, lambda: 0.5) == 10.0
-    assert retry_delay(30, lambda: 0.999) == pytest.approx(3596.4)
+def test_a_receiver_is_never_retried_sooner_than_5_s_after_a_failure() -> None:
+    assert [retry_delay(n, lambda: 0.0) for n in (1, 2, 30)] == [5.0, 5.0, 5.0]
+
+
+def test_each_wait_is_uniform_between_5_s_and_the_ceiling() -> None:
+    assert retry_delay(1, lambda: 0.5) == 7.5
+    assert retry_delay(3, lambda: 0.5) == 22.5
+    assert retry_delay(30, lambda: 0.999) == pytest.approx(5 + 0.999 * 3595)
 
 
 def test_a_delivery_signed_here_verifies_with_the_standardwebhooks_package() -> None:

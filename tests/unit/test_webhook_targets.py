@@ -14,20 +14,46 @@ import httpx
 import pytest
 
 from authoric.errors import ValidationFailed
-from authoric.webhooks.targets import PinnedTransport, TargetRefused, refusal, split_target
+from authoric.webhooks.targets import (
+    PinnedTransport,
+    TargetRefused,
+    check_url,
+    refusal,
+    split_target,
+)
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "10.0.0.1", "172.16.0.1", "192.168.1.1",
                                      "169.254.169.254", "0.0.0.0", "::1", "::", "fe80::1",
                                      "fd00:ec2::254", "::ffff:127.0.0.1", "::ffff:8.8.8.8",
-                                     "224.0.0.1"])
+                                     "224.0.0.1",
+                                     # shared space (CGNAT; a cloud's metadata service),
+                                     # documentation, benchmarking, site-local, NAT64 of
+                                     # loopback and of a private address
+                                     "100.64.0.1", "100.100.100.200", "192.0.2.1",
+                                     "198.18.0.1", "fec0::1", "64:ff9b::7f00:1",
+                                     "64:ff9b::a00:1"])
 def test_a_private_or_mapped_address_is_refused(address: str) -> None:
     assert refusal(address) is not None
 
 
-@pytest.mark.parametrize("address", ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111"])
+@pytest.mark.parametrize("address", ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111",
+                                     "64:ff9b::808:808"])  # NAT64 of a public address
 def test_a_public_address_is_allowed(address: str) -> None:
     assert refusal(address) is None
+
+
+@pytest.mark.parametrize("url", ["http://8.8.8.8\t/hook", "http://8.8.8.8/ho ok",
+                                 "http://8.8.8.8/\x00", "http://[8.8.8.8/"])
+def test_a_url_httpx_would_not_send_as_written_is_refused(url: str) -> None:
+    with pytest.raises(ValidationFailed):
+        split_target(url)
+
+
+@pytest.mark.parametrize("host", ["a..b", "x" * 64 + ".example.com"])
+def test_a_host_name_no_resolver_accepts_is_refused_not_an_error(host: str) -> None:
+    with pytest.raises(ValidationFailed, match="refused"):
+        asyncio.run(check_url(f"http://{host}/hook", False))
 
 
 def test_only_http_and_https_urls_with_a_host_are_targets() -> None:

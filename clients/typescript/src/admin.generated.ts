@@ -9,6 +9,13 @@ export interface AcceptInvitation {
   password?: string | null;
 }
 
+/** The member's read-only access token (RFC 6749 names); `expires_in` in seconds. */
+export interface AccessToken {
+  access_token: string;
+  token_type: "Bearer";
+  expires_in: number;
+}
+
 /** `PATCH /admin/apps/{app}`: only settings may change. */
 export interface AppChange {
   settings?: SettingsChange;
@@ -20,18 +27,18 @@ export interface AppList {
 
 /** An app's settings as stored, with the contract's defaults. */
 export interface AppSettings {
-  accessTokenTtl?: number;
-  refreshTokenTtl?: number;
-  allowedOrigins?: string[];
-  signUp?: "closed" | "open" | "invite";
-  emailVerification?: "required" | "off";
-  orgCreation?: "operator" | "users";
-  orgOwnerRoles?: string[];
-  passwordMinLength?: number;
-  links?: Links;
-  mailFrom?: string | null;
-  mailTemplates?: Record<"verify" | "reset" | "taken" | "invite", MailTemplate>;
-  webhookRetryHours?: number;
+  accessTokenTtl: number;
+  refreshTokenTtl: number;
+  allowedOrigins: string[];
+  signUp: "closed" | "open" | "invite";
+  emailVerification: "required" | "off";
+  orgCreation: "operator" | "users";
+  orgOwnerRoles: string[];
+  passwordMinLength: number;
+  links: Links;
+  mailFrom: string | null;
+  mailTemplates: Record<"verify" | "reset" | "taken" | "invite", MailTemplate>;
+  webhookRetryHours: number;
 }
 
 /** An app as the admin routes answer it (documents the answer in the platform document). */
@@ -40,6 +47,22 @@ export interface AppInfo {
   name: string;
   createdAt: string;
   settings: AppSettings;
+}
+
+/** One change: when, what (`action`), on what (`target`, a path under the app), who made it, and a summary with every secret removed (`details`). */
+export interface AuditEntry {
+  id: string;
+  at: string;
+  action: string;
+  target: string;
+  details: Record<string, unknown>;
+  actor: OperatorActor | MemberActor | KeyActor;
+}
+
+/** A page of the log, newest first, and the cursor of the next (null: the last). */
+export interface AuditPage {
+  items: AuditEntry[];
+  next: string | null;
 }
 
 /** One entry of `alterColumns`: the column's name and what changes (left out: kept). */
@@ -68,6 +91,29 @@ export interface ColumnTypes {
   conversions: Record<ColumnType, ColumnType[]>;
 }
 
+/** A column as the definition answers it: every attribute, `options` only for a `select`. */
+export interface ColumnDef {
+  name: string;
+  type: ColumnType;
+  required: boolean;
+  unique: boolean;
+  default: unknown;
+  references: string | null;
+  options?: string[];
+}
+
+/** A new API key: `key` is shown this once. */
+export interface NewApiKey {
+  uid: string;
+  name: string;
+  org: string;
+  roles: string[];
+  createdAt: string;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+  key: string;
+}
+
 export interface Delivery {
   position: string;
   attempt: number;
@@ -92,6 +138,7 @@ export interface ErrorBody {
   error: ErrorDetail;
 }
 
+/** The contract's error object (section 1): in every error answer, and wherever an answer reports an error of its own (an index whose build failed). */
 export interface ErrorDetail {
   code: string;
   message: string;
@@ -105,6 +152,10 @@ export interface ImpersonationRequest {
   ttl?: number;
 }
 
+export interface IndexList {
+  items: IndexDef[];
+}
+
 /** `PUT .../tables/{table}/indexes/{name}`: the columns (`-` for descending), `unique` and `kind` (`btree`, or `search` for full-text over text columns). */
 export interface IndexSpec {
   columns: string[];
@@ -112,11 +163,74 @@ export interface IndexSpec {
   kind?: "btree" | "search";
 }
 
+/** An index as the admin routes answer it: its spec and its build's state; `error` (the contract's error object) only once the build `failed`. */
+export interface IndexDef {
+  name: string;
+  columns: string[];
+  unique: boolean;
+  kind: "btree" | "search";
+  state: "building" | "ready" | "failed";
+  error?: ErrorDetail;
+}
+
+export interface InvitationList {
+  items: Invitation[];
+}
+
+/** A pending invitation: who, the roles they will hold, who invited them (a user's uid; null: the operator) and when it expires. */
+export interface Invitation {
+  uid: string;
+  email: string;
+  roles: string[];
+  invitedBy: string | null;
+  expiresAt: string;
+}
+
+/** An API key of an org (section 3b): the key's and the org's uids. */
+export interface KeyActor {
+  kind: "key";
+  key: string;
+  org: string;
+}
+
+export interface KeyList {
+  items: ApiKey[];
+}
+
+/** An API key as listed: never the key itself (RFC 3339 times; null: never). */
+export interface ApiKey {
+  uid: string;
+  name: string;
+  org: string;
+  roles: string[];
+  createdAt: string;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+}
+
 /** Where the links in mail point (`{token}` is replaced by the mailed token); an unset one points to the server's own page (`/{app}/auth/pages/...`). */
 export interface Links {
   verify?: string | null;
   reset?: string | null;
   invite?: string | null;
+}
+
+/** A mail in the app's mailbox (contract section 3): its body only without SMTP; `error`, why the last attempt to send it failed, only once one has (`failed`, or `pending` again). */
+export interface MailItem {
+  id: string;
+  at: string;
+  to: string;
+  subject: string;
+  text: string | null;
+  html: string | null;
+  status: "mailbox" | "pending" | "sent" | "failed";
+  error?: string;
+}
+
+/** A page of the mailbox, newest first, and the cursor of the next (null: the last). */
+export interface MailPage {
+  items: MailItem[];
+  next: string | null;
 }
 
 /** One mail's own wording. `${app}`, `${link}` and `${email}` are filled in; a part left out keeps the server's wording. */
@@ -129,6 +243,13 @@ export interface MailTemplate {
 /** `POST /{app}/auth/verify`. */
 export interface MailedToken {
   token: string;
+}
+
+/** A member acting on their own org (section 3a): the user's and the org's uids. */
+export interface MemberActor {
+  kind: "member";
+  user: string;
+  org: string;
 }
 
 export interface MemberPage {
@@ -229,6 +350,20 @@ export interface OperationsChange {
   delete?: boolean | null;
 }
 
+/** The table's operation switches, each on or off. */
+export interface Operations {
+  list: boolean;
+  read: boolean;
+  create: boolean;
+  update: boolean;
+  delete: boolean;
+}
+
+/** The operator, with the platform admin token (every entry older than actors, too). */
+export interface OperatorActor {
+  kind: "operator";
+}
+
 export interface OrgList {
   items: Org[];
 }
@@ -251,6 +386,20 @@ export interface PasswordReset {
   password: string;
 }
 
+/** The answer: both sides, and what changes from the saved role to the draft (`gained` and `lost`: row uids, at most `limit` each); whether the role is saved, and held by the member today. */
+export interface Preview {
+  saved: PreviewSide;
+  draft: PreviewSide;
+  gained: string[];
+  lost: string[];
+  redactedNow: string[];
+  revealedNow: string[];
+  actionsGranted: string[];
+  actionsRevoked: string[];
+  roleSaved: boolean;
+  roleHeld: boolean;
+}
+
 /** The body: the draft is parsed as `PUT .../roles/{role}` parses a role. */
 export interface PreviewRequest {
   draft: RoleBody;
@@ -258,6 +407,13 @@ export interface PreviewRequest {
   org: string;
   table: string;
   limit?: number;
+}
+
+/** What the member gets of the table on one side: how many rows they see, the columns redacted for them, and the actions they may take. */
+export interface PreviewSide {
+  visible: number;
+  redacted: string[];
+  actions: string[];
 }
 
 /** `POST .../webhooks/{uid}/replay`: send again from this position (included). */
@@ -271,6 +427,32 @@ export interface RoleBody {
   rowPolicies?: Record<string, Record<string, unknown>>;
   redact?: Record<string, string[]>;
   grants?: string[];
+}
+
+export interface RoleList {
+  items: Role[];
+}
+
+/** A role as the admin routes answer it: its name and everything it holds. */
+export interface Role {
+  name: string;
+  permissions: string[];
+  rowPolicies: Record<string, Record<string, unknown>>;
+  redact: Record<string, string[]>;
+  grants: string[];
+}
+
+export interface SessionList {
+  items: UserSession[];
+}
+
+/** One of a user's sessions (a refresh-token family): when it began and was last used (RFC 3339), the browser or program that began it, and whether it is the caller's own. */
+export interface UserSession {
+  id: string;
+  createdAt: string;
+  lastUsedAt: string;
+  userAgent: string | null;
+  current: boolean;
 }
 
 /** The settings a PATCH changes; the ones it leaves out keep their value. */
@@ -319,6 +501,22 @@ export interface NewTable {
   captureSqlWrites?: boolean;
   sqlName?: string | null;
   displayColumn?: string | null;
+}
+
+export interface TableList {
+  items: TableDef[];
+}
+
+/** A table's definition as the admin routes answer it: the contract's defaults filled in, the display column resolved, and `indexes` once the table has any. */
+export interface TableDef {
+  name: string;
+  columns: ColumnDef[];
+  operations: Operations;
+  softDelete: boolean;
+  captureSqlWrites: boolean;
+  sqlName: string;
+  displayColumn: string | null;
+  indexes?: IndexDef[];
 }
 
 /** What the receiver answered a test delivery. */

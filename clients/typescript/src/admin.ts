@@ -4,190 +4,37 @@
 import { Http, type FetchLike, type Query } from "./http.js";
 import { listParams } from "./client.js";
 import { Stream, type StreamOptions, type Subscription } from "./stream.js";
-import type { ChangeEvent, Expanded, Filter, ListQuery, Page, UntypedRow } from "./types.js";
+import type { ChangeEvent, Expanded, ListQuery, Page, UntypedRow } from "./types.js";
 
 export { AuthoricError } from "./errors.js";
 export type { Subscription, StreamOptions } from "./stream.js";
 export type { ChangeEvent, Expanded, Filter, ListQuery, Page, Status, UntypedRow } from "./types.js";
 
-// The request bodies (and the answers the platform document declares) are generated from the
-// platform OpenAPI document (scripts/admin-types); the answers it does not declare yet are
-// written below by hand.
+// Every request body and answer is generated from the platform OpenAPI document
+// (scripts/admin-types, admin.generated.ts); written here are only what a document cannot name:
+// generic pages, the operator's rows (the app's own columns), and the older names.
 import type {
-  AppChange, ColumnType, ColumnTypes, ImpersonationRequest, IndexSpec, Member, Membership, MemberSet, NewApp, NewOrg,
-  NewTable, NewUser, Org, PreviewRequest, RoleBody, TableChange, User,
+  AccessToken, AppChange, AppInfo, AppList, AuditEntry, AuditPage, ColumnTypes, Delivery, DeliveryList,
+  ImpersonationRequest, IndexDef, IndexList, IndexSpec, Invitation, InvitationList, KeyList, MailPage, MemberPage,
+  MemberSet, MembershipList, NewApiKey, NewApp, NewInvitation, NewKey, NewOrg, NewTable, NewUser, NewWebhook, Org, OrgList,
+  Preview, PreviewRequest, Replay, Role, RoleBody, RoleList, SessionList, TableChange, TableDef, TableList, TestSend, User,
+  UserList, WebhookChange, WebhookList, WebhookView, WebhookWithSecret,
 } from "./admin.generated.js";
 export type * from "./admin.generated.js";
 
-/** A mail in the app's mailbox (contract section 3): the body only without SMTP. */
-export interface MailItem {
-  id: string;
-  at: string;
-  to: string;
-  subject: string;
-  text: string | null;
-  html: string | null;
-  /** `mailbox` (no SMTP), `pending`, `sent`, or `failed` with `error`. */
-  status: string;
-  error?: string;
-}
+/** A webhook (contract section 8); its `secret` is in the answers of create and rotate only. */
+export type Webhook = WebhookView;
+/** One attempt to deliver a webhook's change. */
+export type WebhookDelivery = Delivery;
+/** Who made an audited change. */
+export type AuditActor = AuditEntry["actor"];
 
-/** One of a user's sessions (a refresh-token family). */
-export interface UserSession {
-  id: string;
-  createdAt: string;
-  lastUsedAt: string;
-  userAgent: string | null;
-  current: boolean;
-}
-
-export interface ColumnDef {
-  name: string;
-  type: ColumnType;
-  required?: boolean;
-  unique?: boolean;
-  default?: unknown;
-  references?: string;
-  options?: string[];
-}
-
-export interface Operations {
-  list: boolean;
-  read: boolean;
-  create: boolean;
-  update: boolean;
-  delete: boolean;
-}
-
-export interface IndexDef {
-  name: string;
-  columns: string[];
-  unique: boolean;
-  kind: "btree" | "search";
-  state: "building" | "ready" | "failed";
-  error?: { code: string; message: string; details: Record<string, unknown> };
-}
-
-export interface TableDef {
-  name: string;
-  columns: ColumnDef[];
-  operations: Operations;
-  softDelete: boolean;
-  captureSqlWrites: boolean;
-  displayColumn: string | null;
-  sqlName: string;
-  indexes?: IndexDef[];
-}
-
-export interface AppSettings {
-  accessTokenTtl: number;
-  refreshTokenTtl: number;
-  allowedOrigins: string[];
-  [setting: string]: unknown;
-}
-
-export interface AppInfo {
-  uid: string;
-  name: string;
-  createdAt: string;
-  settings: AppSettings;
-}
-
-export interface Invitation { uid: string; email: string; roles: string[]; invitedBy: string | null; expiresAt: string }
-export interface ApiKey {
-  uid: string; name: string; org: string; roles: string[];
-  createdAt: string; expiresAt: string | null; lastUsedAt: string | null;
-}
-/** `key` is shown this once. */
-export interface NewApiKey extends ApiKey { key: string }
-export type AuditActor =
-  | { kind: "operator" }
-  | { kind: "member"; user: string; org: string }
-  | { kind: "key"; key: string; org: string };
-
-export interface Role {
-  permissions: string[];
-  rowPolicies: Record<string, Filter<UntypedRow>>;
-  redact: Record<string, string[]>;
-  /** The roles this role's holders may hand out in their org (section 3a). */
-  grants?: string[];
-  name?: string;
-}
-
-export interface PreviewSide {
-  visible: number;
-  redacted: string[];
-  actions: string[];
-}
-
-export interface Preview {
-  saved: PreviewSide;
-  draft: PreviewSide;
-  gained: string[];
-  lost: string[];
-  redactedNow: string[];
-  revealedNow: string[];
-  actionsGranted: string[];
-  actionsRevoked: string[];
-}
-
-export interface AccessToken {
-  access_token: string;
-  token_type: "Bearer";
-  expires_in: number;
-}
-
-export interface AuditEntry {
-  id: string | number;
-  at: string;
-  action: string;
-  target: string;
-  details: Record<string, unknown>;
-  actor?: AuditActor;
-}
-
-/** A webhook (contract section 8); `secret` only in the answers of create and rotate. */
-export interface Webhook {
-  uid: string;
-  url: string;
-  tables: string[];
-  ops: ("insert" | "update" | "delete")[];
-  org: string | null;
-  role: string | null;
-  expand: string[];
-  status: "active" | "paused" | "failing";
-  /** The last position delivered (or judged not visible). */
-  position: string;
-  attempt: number;
-  failingSince: string | null;
-  nextAttemptAt: string | null;
-  createdAt: string;
-  secret?: string;
-}
-
-export interface NewWebhook {
-  url: string;
-  tables: string[];
-  ops?: ("insert" | "update" | "delete")[];
-  org?: string | null;
-  role?: string | null;
-  expand?: string[];
-}
-
-export interface WebhookDelivery {
-  position: string;
-  attempt: number;
-  at: string;
-  /** The receiver's HTTP status; null when none came (refused, unreachable, timed out). */
-  status: number | null;
-  error: string | null;
-  durationMs: number;
-}
-
+/** A list answer. */
 export interface Items<T> {
   items: T[];
 }
 
+/** A page of a list answer, and the cursor of the next page (null: the last). */
 export interface Paged<T> {
   items: T[];
   next: string | null;
@@ -277,7 +124,7 @@ export class AppAdmin {
   }
 
   readonly tables = {
-    list: () => this.get<Items<TableDef>>("/tables"),
+    list: () => this.get<TableList>("/tables"),
     get: (table: string) => this.get<TableDef>(`/tables/${seg(table)}`),
     create: (table: NewTable) => this.write<TableDef>("POST", "/tables", table),
     /** A schema change: all of it applies, or none of it (422 with `details.rows`). */
@@ -286,7 +133,7 @@ export class AppAdmin {
   };
 
   readonly indexes = {
-    list: (table: string) => this.get<Items<IndexDef>>(`/tables/${seg(table)}/indexes`),
+    list: (table: string) => this.get<IndexList>(`/tables/${seg(table)}/indexes`),
     get: (table: string, name: string) => this.get<IndexDef>(`/tables/${seg(table)}/indexes/${seg(name)}`),
     /** Starts building (202, `state: "building"`); poll `get` for `ready` or `failed`. */
     put: (table: string, name: string, body: IndexSpec) =>
@@ -295,19 +142,19 @@ export class AppAdmin {
   };
 
   readonly orgs = {
-    list: () => this.get<Items<Org>>("/orgs"),
+    list: () => this.get<OrgList>("/orgs"),
     create: (org: NewOrg) => this.write<Org>("POST", "/orgs", org),
     delete: (org: string) => this.write<void>("DELETE", `/orgs/${seg(org)}`),
     members: (org: string, page: { limit?: number; after?: string | null } = {}) =>
-      this.get<Paged<Member>>(`/orgs/${seg(org)}/members`, page),
+      this.get<MemberPage>(`/orgs/${seg(org)}/members`, page),
   };
 
   readonly users = {
-    list: () => this.get<Items<User>>("/users"),
+    list: () => this.get<UserList>("/users"),
     create: (user: NewUser) => this.write<User>("POST", "/users", user),
     delete: (user: string) => this.write<void>("DELETE", `/users/${seg(user)}`),
-    memberships: (user: string) => this.get<Items<Membership>>(`/users/${seg(user)}/memberships`),
-    sessions: (user: string) => this.get<Items<UserSession>>(`/users/${seg(user)}/sessions`),
+    memberships: (user: string) => this.get<MembershipList>(`/users/${seg(user)}/memberships`),
+    sessions: (user: string) => this.get<SessionList>(`/users/${seg(user)}/sessions`),
     endSession: (user: string, session: string) =>
       this.write<void>("DELETE", `/users/${seg(user)}/sessions/${seg(session)}`),
   };
@@ -320,22 +167,22 @@ export class AppAdmin {
 
   /** An org's invitations (section 3a): inviting the same email again resends. */
   readonly invitations = {
-    list: (org: string) => this.get<Items<Invitation>>(`/orgs/${seg(org)}/invitations`),
-    create: (org: string, body: { email: string; roles: string[] }) =>
+    list: (org: string) => this.get<InvitationList>(`/orgs/${seg(org)}/invitations`),
+    create: (org: string, body: NewInvitation) =>
       this.write<Invitation>("POST", `/orgs/${seg(org)}/invitations`, body),
     revoke: (org: string, uid: string) => this.write<void>("DELETE", `/orgs/${seg(org)}/invitations/${seg(uid)}`),
   };
 
   /** An org's API keys (section 3b). */
   readonly keys = {
-    list: (org: string) => this.get<Items<ApiKey>>(`/orgs/${seg(org)}/keys`),
-    create: (org: string, body: { name: string; roles: string[]; expiresAt?: string }) =>
+    list: (org: string) => this.get<KeyList>(`/orgs/${seg(org)}/keys`),
+    create: (org: string, body: NewKey) =>
       this.write<NewApiKey>("POST", `/orgs/${seg(org)}/keys`, body),
     revoke: (org: string, uid: string) => this.write<void>("DELETE", `/orgs/${seg(org)}/keys/${seg(uid)}`),
   };
 
   readonly roles = {
-    list: () => this.get<Items<Role & { name: string }>>("/roles"),
+    list: () => this.get<RoleList>("/roles"),
     get: (role: string) => this.get<Role>(`/roles/${seg(role)}`),
     put: (role: string, body: RoleBody) => this.write<Role>("PUT", `/roles/${seg(role)}`, body),
     delete: (role: string) => this.write<void>("DELETE", `/roles/${seg(role)}`),
@@ -345,20 +192,20 @@ export class AppAdmin {
   };
 
   readonly webhooks = {
-    list: () => this.get<Items<Webhook>>("/webhooks"),
+    list: () => this.get<WebhookList>("/webhooks"),
     get: (uid: string) => this.get<Webhook>(`/webhooks/${seg(uid)}`),
-    create: (hook: NewWebhook) => this.write<Webhook & { secret: string }>("POST", "/webhooks", hook),
-    update: (uid: string, change: Partial<Omit<NewWebhook, "org">> & { status?: "active" | "paused" }) =>
+    create: (hook: NewWebhook) => this.write<WebhookWithSecret>("POST", "/webhooks", hook),
+    update: (uid: string, change: WebhookChange) =>
       this.write<Webhook>("PATCH", `/webhooks/${seg(uid)}`, change),
     delete: (uid: string) => this.write<void>("DELETE", `/webhooks/${seg(uid)}`),
-    rotateSecret: (uid: string) => this.write<Webhook & { secret: string }>("POST", `/webhooks/${seg(uid)}/secret`),
+    rotateSecret: (uid: string) => this.write<WebhookWithSecret>("POST", `/webhooks/${seg(uid)}/secret`),
     deliveries: (uid: string, page: { limit?: number; after?: string | null } = {}) =>
-      this.get<Paged<WebhookDelivery>>(`/webhooks/${seg(uid)}/deliveries`, page),
+      this.get<DeliveryList>(`/webhooks/${seg(uid)}/deliveries`, page),
     /** One signed `{"type": "test"}` delivery, outside the change log: what the receiver answered. */
     test: (uid: string) =>
-      this.write<{ status: number | null; error: string | null; durationMs: number }>("POST", `/webhooks/${seg(uid)}/test`),
+      this.write<TestSend>("POST", `/webhooks/${seg(uid)}/test`),
     /** Send again from `from` (a position, included). */
-    replay: (uid: string, from: string) => this.write<Webhook>("POST", `/webhooks/${seg(uid)}/replay`, { from }),
+    replay: (uid: string, from: string) => this.write<Webhook>("POST", `/webhooks/${seg(uid)}/replay`, { from } satisfies Replay),
   };
 
   /** A read-only access token for a member ("view as"); `ttl` at most 900 s. */
@@ -370,12 +217,12 @@ export class AppAdmin {
     return new AdminRows(this.http, `${this.base}/tables/${seg(table)}/rows`);
   }
 
-  audit(page: { limit?: number; after?: string | null; actor?: AuditActor["kind"] } = {}): Promise<Paged<AuditEntry>> {
+  audit(page: { limit?: number; after?: string | null; actor?: AuditActor["kind"] } = {}): Promise<AuditPage> {
     return this.get("/audit", page);
   }
 
   /** The app's mailbox (section 3): the mail sent without SMTP, newest first. */
-  mail(page: { limit?: number; after?: string | null } = {}): Promise<Paged<MailItem>> {
+  mail(page: { limit?: number; after?: string | null } = {}): Promise<MailPage> {
     return this.get("/mail", page);
   }
 
@@ -399,7 +246,7 @@ export class AdminClient {
   }
 
   readonly apps = {
-    list: () => this.http.json<Items<AppInfo>>("GET", "/admin/apps"),
+    list: () => this.http.json<AppList>("GET", "/admin/apps"),
     get: (app: string) => this.app(app).info(),
     create: (app: NewApp) => this.http.json<AppInfo>("POST", "/admin/apps", { json: app }),
     update: (app: string, change: AppChange) => this.app(app).update(change),

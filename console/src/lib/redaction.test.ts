@@ -6,9 +6,9 @@ const columns: Column[] = [
   { name: 'number', type: 'text' }, { name: 'amount', type: 'numeric' },
   { name: 'vendor', type: 'reference', references: 'vendors' },
 ];
-const clerk = { name: 'clerk', permissions: ['invoices:read', 'invoices:read_list'], rowPolicies: {}, redact: { invoices: ['amount', 'vendor'] } };
-const auditor = { name: 'auditor', permissions: ['invoices:*'], rowPolicies: {}, redact: { invoices: ['vendor'] } };
-const writer = { name: 'writer', permissions: ['invoices:create'], rowPolicies: {}, redact: {} };
+const clerk = { name: 'clerk', permissions: ['invoices:read', 'invoices:read_list'], rowPolicies: {}, redact: { invoices: ['amount', 'vendor'] }, grants: [] };
+const auditor = { name: 'auditor', permissions: ['invoices:*'], rowPolicies: {}, redact: { invoices: ['vendor'] }, grants: [] };
+const writer = { name: 'writer', permissions: ['invoices:create'], rowPolicies: {}, redact: {}, grants: [] };
 
 describe('the columns a member sees redacted', () => {
   it('are those every role of the member that reads the table redacts', () => {

@@ -8,14 +8,17 @@ export type {
   Webhook, WebhookDelivery,
 } from '@authoric/client/admin';
 
-export type Column = ColumnDef;
+/** A column as the console edits it: one the server answered (`ColumnDef`, every attribute set)
+ * or one being written, whose attributes stay left out until set (as `NewColumn` sends them). */
+export type Column = Pick<ColumnDef, 'name' | 'type'> & Partial<Omit<ColumnDef, 'name' | 'type'>>;
 
 export const OPERATIONS = ['list', 'read', 'create', 'update', 'delete'] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
-/** A table definition; the console also reads one from a server that predates a field. */
-export type TableDef = Omit<LibTableDef, 'displayColumn' | 'captureSqlWrites' | 'sqlName'> &
-  Partial<Pick<LibTableDef, 'displayColumn' | 'captureSqlWrites' | 'sqlName'>>;
+/** A table definition, its columns as the console edits them; the console also reads one from a
+ * server that predates a field. */
+export type TableDef = Omit<LibTableDef, 'columns' | 'displayColumn' | 'captureSqlWrites' | 'sqlName'> &
+  Partial<Pick<LibTableDef, 'displayColumn' | 'captureSqlWrites' | 'sqlName'>> & { columns: Column[] };
 
 export type IndexState = 'building' | 'ready' | 'failed';
 

@@ -1,4 +1,5 @@
-"""The request models of the account routes (contract sections 3 and 3a)."""
+"""The request models of the account routes (contract sections 3 and 3a), and the answer
+that lists a user's sessions."""
 
 from __future__ import annotations
 
@@ -68,3 +69,22 @@ class NewMemberOrg(_Body):
     """`POST /{app}/orgs` (bearer): an org the signed-in user creates and owns."""
 
     name: str = Field(pattern=r"\S", max_length=200)
+
+
+class SessionView(BaseModel):
+    """One of a user's sessions (a refresh-token family): when it began and was last used
+    (RFC 3339), the browser or program that began it, and whether it is the caller's own."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    id: str
+    created_at: str = Field(alias="createdAt")
+    last_used_at: str = Field(alias="lastUsedAt")
+    user_agent: str | None = Field(alias="userAgent")
+    current: bool
+
+
+class SessionList(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[SessionView]

@@ -49,6 +49,25 @@ class NewInvitation(BaseModel):
         return self.email.strip().lower()
 
 
+class InvitationView(BaseModel):
+    """A pending invitation: who, the roles they will hold, who invited them (a user's uid;
+    null: the operator) and when it expires."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    uid: str
+    email: str
+    roles: list[str]
+    invited_by: str | None = Field(alias="invitedBy")
+    expires_at: str = Field(alias="expiresAt")
+
+
+class InvitationList(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[InvitationView]
+
+
 def _now() -> dt.datetime:
     return dt.datetime.fromtimestamp(clock.now(), dt.UTC)
 

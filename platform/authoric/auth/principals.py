@@ -46,10 +46,15 @@ async def authenticate(conn: AsyncConnection, secret: str, header: str | None,
     claims = tokens.decode(secret, bearer(header), tokens.ACCESS)
     facts = await load_facts(conn, claims, app_ref)
     assert facts.roles is not None and claims.org_uid is not None  # load_facts refuses both
-    principal = Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
-                          facts.roles, claims.expires_at, read_only=claims.read_only,
-                          api_key=claims.api_key)
-    return Authenticated(principal, facts.version)
+    return Authenticated(principal_of(claims, facts), facts.version)
+
+
+def principal_of(claims: tokens.Claims, facts: Facts) -> Principal:
+    """Who a token's bearer is, with roles and email from the facts (never from the token)."""
+    assert claims.org_uid is not None  # load_facts refuses an account token
+    return Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
+                     facts.roles or (), claims.expires_at, read_only=claims.read_only,
+                     api_key=claims.api_key, membership=claims.membership)
 
 
 def matches_app(ref: str, app_uid: uuid.UUID, facts: Facts) -> bool:

@@ -110,7 +110,9 @@ MailTemplates = Annotated[dict[MailKind, MailTemplate], Field(max_length=10)]
 class AppSettings(BaseModel):
     """An app's settings as stored, with the contract's defaults."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # Answers carry every setting, defaults filled in: the document says they are all there.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True,
+                              json_schema_serialization_defaults_required=True)
 
     access_token_ttl: AccessTokenTtl = Field(default=900, alias="accessTokenTtl")
     refresh_token_ttl: RefreshTokenTtl = Field(default=2_592_000, alias="refreshTokenTtl")

@@ -35,6 +35,24 @@ class RoleDef(BaseModel):
         return [tuple(p.split(":", 1)) for p in self.permissions]  # type: ignore[misc]
 
 
+class RoleView(BaseModel):
+    """A role as the admin routes answer it: its name and everything it holds."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str
+    permissions: list[str]
+    row_policies: dict[str, dict[str, Any]] = Field(alias="rowPolicies")
+    redact: dict[str, list[str]]
+    grants: list[str]
+
+
+class RoleList(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[RoleView]
+
+
 def check_role(role: RoleDef) -> RoleDef:
     for permission in role.permissions:
         table, sep, action = permission.partition(":")

@@ -2,7 +2,8 @@
 reach the change log, in the writer's own transaction, with the same positions as any other
 change (the sequencer stamps them in commit order).
 
-How (the trade-off against logical decoding is measured in docs/realtime.md):
+How (the trade-off against logical decoding is measured in docs/benchmarks-journal.md, "SQL
+capture"):
 - three statement-level AFTER triggers per captured table (INSERT, UPDATE, DELETE; a trigger
   with transition tables takes one event), calling `authoric.capture_sql_writes()` (migration
   0007) with the app uid, the table name and whether it soft-deletes;

@@ -37,7 +37,7 @@ An operator who would rather spend latency than feed CPU sets `AUTHORIC_FEED_GAT
 leader then gathers that long once woken, and looks for captured SQL writes that often. Each
 stamping pass costs every process one wake-up and one fan-out pass however many changes it
 holds, so fewer, fuller passes cost less per change; every change waits up to that long
-more (docs/realtime.md section 15 has the measured trade).
+more (docs/benchmarks-journal.md, section 15, has the measured trade).
 
 A frozen leader (a proxy or a NAT that stops forwarding its connection, TCP left open) must
 not stop the feed: nothing is stamped, and so nothing delivered by any process, while it
@@ -90,11 +90,14 @@ LEADER_SILENCE = 3.0
 # Ends the backend that holds the leader lock if its client has said nothing for $2 seconds.
 # Only an idle backend qualifies: one running a statement (a long retention DELETE) is
 # working, and its client is waiting for it. A session advisory lock on one bigint key is
-# (classid, objid, objsubid) = (high 32 bits, low 32 bits, 1).
+# (classid, objid, objsubid) = (high 32 bits, low 32 bits, 1). Advisory locks belong to one
+# database, and pg_locks shows the whole cluster's: without the database condition a follower
+# would end the leader of another deployment that shares the cluster (another database).
 UNSEAT = """
 SELECT count(pg_terminate_backend(l.pid)) FROM pg_locks l
 JOIN pg_stat_activity a ON a.pid = l.pid
 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND l.classid = ($1::bigint >> 32)::oid AND l.objid = ($1::bigint & 4294967295)::oid
   AND a.pid <> pg_backend_pid()
   AND a.state IN ('idle', 'idle in transaction', 'idle in transaction (aborted)')

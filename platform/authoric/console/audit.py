@@ -9,8 +9,9 @@ key that names a secret, whatever the caller passed.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.types import rfc3339
@@ -36,6 +37,60 @@ def sanitized(value: Any) -> Any:
     if isinstance(value, list):
         return [sanitized(v) for v in value]
     return value
+
+
+class OperatorActor(BaseModel):
+    """The operator, with the platform admin token (every entry older than actors, too)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["operator"]
+
+
+class MemberActor(BaseModel):
+    """A member acting on their own org (section 3a): the user's and the org's uids."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["member"]
+    user: str
+    org: str
+
+
+class KeyActor(BaseModel):
+    """An API key of an org (section 3b): the key's and the org's uids."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["key"]
+    key: str
+    org: str
+
+
+AuditActor = Annotated[OperatorActor | MemberActor | KeyActor, Field(discriminator="kind")]
+
+
+class AuditEntry(BaseModel):
+    """One change: when, what (`action`), on what (`target`, a path under the app), who made
+    it, and a summary with every secret removed (`details`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    at: str
+    action: str
+    target: str
+    details: dict[str, Any]
+    actor: AuditActor
+
+
+class AuditPage(BaseModel):
+    """A page of the log, newest first, and the cursor of the next (null: the last)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[AuditEntry]
+    next: str | None
 
 
 async def record(conn: AsyncConnection, app_uid: uuid.UUID, action: str, target: str,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import and_, select
@@ -35,6 +35,16 @@ class ImpersonationRequest(BaseModel):
     user: str
     org: str
     ttl: int = Field(default=DEFAULT_TTL, ge=1, le=MAX_TTL)
+
+
+class AccessToken(BaseModel):
+    """The member's read-only access token (RFC 6749 names); `expires_in` in seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    access_token: str
+    token_type: Literal["Bearer"]
+    expires_in: int
 
 
 def _uid(ref: str) -> uuid.UUID | None:

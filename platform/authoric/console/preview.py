@@ -50,6 +50,36 @@ class PreviewRequest(BaseModel):
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
 
 
+class PreviewSide(BaseModel):
+    """What the member gets of the table on one side: how many rows they see, the columns
+    redacted for them, and the actions they may take."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    visible: int
+    redacted: list[str]
+    actions: list[str]
+
+
+class Preview(BaseModel):
+    """The answer: both sides, and what changes from the saved role to the draft (`gained` and
+    `lost`: row uids, at most `limit` each); whether the role is saved, and held by the member
+    today."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    saved: PreviewSide
+    draft: PreviewSide
+    gained: list[str]
+    lost: list[str]
+    redacted_now: list[str] = Field(alias="redactedNow")
+    revealed_now: list[str] = Field(alias="revealedNow")
+    actions_granted: list[str] = Field(alias="actionsGranted")
+    actions_revoked: list[str] = Field(alias="actionsRevoked")
+    role_saved: bool = Field(alias="roleSaved")
+    role_held: bool = Field(alias="roleHeld")
+
+
 def check_request(role: str, req: PreviewRequest, snapshot: AppSnapshot) -> None:
     """A role name PUT would take (422), of a saved role (404, contract section 2a), and a
     draft that passes the checks a PUT of the role makes (422)."""

@@ -9,12 +9,12 @@ from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel
 
 from authoric.accounts import org_invitations as invitations
-from authoric.accounts.org_invitations import NewInvitation
+from authoric.accounts.org_invitations import InvitationList, InvitationView, NewInvitation
 from authoric.auth.admin import is_admin_token
 from authoric.catalog import apps
 from authoric.catalog.apps import AppChange, AppList, AppView, NewApp
 from authoric.catalog.model import ColumnTypeName, TableChange, TableDef
-from authoric.catalog.roles import RoleDef
+from authoric.catalog.roles import RoleDef, RoleList, RoleView
 from authoric.catalog.types import COLUMN_TYPES
 from authoric.errors import Unauthenticated
 from authoric.http.accounts import mail_committed, postbox
@@ -32,10 +32,11 @@ from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import Services, services
 from authoric.tables import definitions
 from authoric.tables.conversions import conversion_table
-from authoric.tables.indexes import IndexSpec
+from authoric.tables.definitions import TableList, TableView
+from authoric.tables.indexes import IndexList, IndexSpec, IndexView
 from authoric.tenancy import keys
 from authoric.tenancy import service as tenancy
-from authoric.tenancy.keys import NewKey
+from authoric.tenancy.keys import CreatedKey, KeyList, NewKey
 from authoric.tenancy.models import Membership, NewOrg, NewUser
 
 
@@ -118,22 +119,25 @@ async def delete_app(request: Request, app: str) -> Response:
     return await _deleted(request, apps.delete_app, app)
 
 
-@router.post("/apps/{app}/tables", status_code=201)
+@router.post("/apps/{app}/tables", status_code=201, response_model=None,
+             responses=declared(201, TableView))
 async def create_table(request: Request, app: str, body: NewTableBody) -> dict[str, Any]:
     return (await _call(request, definitions.create_table, app, body)).public()
 
 
-@router.get("/apps/{app}/tables")
+@router.get("/apps/{app}/tables", response_model=None, responses=declared(200, TableList))
 async def list_tables(request: Request, app: str) -> dict[str, Any]:
     return await _listed(request, definitions.list_tables, app)
 
 
-@router.get("/apps/{app}/tables/{table}")
+@router.get("/apps/{app}/tables/{table}", response_model=None,
+            responses=declared(200, TableView))
 async def get_table(request: Request, app: str, table: str) -> dict[str, Any]:
     return await _call(request, definitions.get_table, app, table)
 
 
-@router.patch("/apps/{app}/tables/{table}")
+@router.patch("/apps/{app}/tables/{table}", response_model=None,
+              responses=declared(200, TableView))
 async def patch_table(request: Request, app: str, table: str,
                       body: TableChangeBody) -> dict[str, Any]:
     return await _call(request, definitions.patch_table, app, table, body)
@@ -144,7 +148,8 @@ async def delete_table(request: Request, app: str, table: str) -> Response:
     return await _deleted(request, definitions.delete_table, app, table)
 
 
-@router.put("/apps/{app}/tables/{table}/indexes/{name}", status_code=202)
+@router.put("/apps/{app}/tables/{table}/indexes/{name}", status_code=202, response_model=None,
+            responses=declared(202, IndexView))
 async def put_index(request: Request, app: str, table: str, name: str,
                     body: IndexBody) -> dict[str, Any]:
     svc = services(request)
@@ -155,12 +160,14 @@ async def put_index(request: Request, app: str, table: str, name: str,
     return view
 
 
-@router.get("/apps/{app}/tables/{table}/indexes")
+@router.get("/apps/{app}/tables/{table}/indexes", response_model=None,
+            responses=declared(200, IndexList))
 async def list_indexes(request: Request, app: str, table: str) -> dict[str, Any]:
     return await _listed(request, definitions.list_indexes, app, table)
 
 
-@router.get("/apps/{app}/tables/{table}/indexes/{name}")
+@router.get("/apps/{app}/tables/{table}/indexes/{name}", response_model=None,
+            responses=declared(200, IndexView))
 async def get_index(request: Request, app: str, table: str, name: str) -> dict[str, Any]:
     return await _call(request, definitions.get_index, app, table, name)
 
@@ -233,17 +240,19 @@ async def delete_member(request: Request, app: str, org: str, user: str) -> Resp
     return await _deleted(request, tenancy.delete_member, app, org, user)
 
 
-@router.put("/apps/{app}/roles/{role}")
+@router.put("/apps/{app}/roles/{role}", response_model=None,
+            responses=declared(200, RoleView))
 async def put_role(request: Request, app: str, role: str, body: RoleBody) -> dict[str, Any]:
     return await _call(request, tenancy.put_role, app, role, body)
 
 
-@router.get("/apps/{app}/roles")
+@router.get("/apps/{app}/roles", response_model=None, responses=declared(200, RoleList))
 async def list_roles(request: Request, app: str) -> dict[str, Any]:
     return await _listed(request, tenancy.list_roles, app)
 
 
-@router.get("/apps/{app}/roles/{role}")
+@router.get("/apps/{app}/roles/{role}", response_model=None,
+            responses=declared(200, RoleView))
 async def get_role(request: Request, app: str, role: str) -> dict[str, Any]:
     return await _call(request, tenancy.get_role, app, role)
 
@@ -257,12 +266,14 @@ async def delete_role(request: Request, app: str, role: str) -> Response:
 NewKeyBody = Annotated[NewKey, Depends(body_of(NewKey))]
 
 
-@router.post("/apps/{app}/orgs/{org}/keys", status_code=201)
+@router.post("/apps/{app}/orgs/{org}/keys", status_code=201, response_model=None,
+             responses=declared(201, CreatedKey))
 async def create_key(request: Request, app: str, org: str, body: NewKeyBody) -> dict[str, Any]:
     return await _call(request, keys.operator_creates_key, app, org, body)
 
 
-@router.get("/apps/{app}/orgs/{org}/keys")
+@router.get("/apps/{app}/orgs/{org}/keys", response_model=None,
+            responses=declared(200, KeyList))
 async def list_keys(request: Request, app: str, org: str) -> dict[str, Any]:
     return await _listed(request, keys.operator_lists_keys, app, org)
 
@@ -277,7 +288,8 @@ async def delete_key(request: Request, app: str, org: str, key: str) -> Response
 NewInvitationBody = Annotated[NewInvitation, Depends(body_of(NewInvitation))]
 
 
-@router.post("/apps/{app}/orgs/{org}/invitations", status_code=201)
+@router.post("/apps/{app}/orgs/{org}/invitations", status_code=201, response_model=None,
+             responses=declared(201, InvitationView))
 async def create_invitation(request: Request, app: str, org: str,
                             body: NewInvitationBody) -> dict[str, Any]:
     svc = services(request)
@@ -290,7 +302,8 @@ async def create_invitation(request: Request, app: str, org: str,
     return invitation
 
 
-@router.get("/apps/{app}/orgs/{org}/invitations")
+@router.get("/apps/{app}/orgs/{org}/invitations", response_model=None,
+            responses=declared(200, InvitationList))
 async def list_invitations(request: Request, app: str, org: str) -> dict[str, Any]:
     return await _listed(request, invitations.operator_lists, app, org)
 

@@ -8,18 +8,20 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, Response
 
 from authoric.accounts import service
+from authoric.accounts.models import SessionList
 from authoric.catalog.apps import find_app
 from authoric.http.admin import require_admin
+from authoric.http.answers import declared
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute
 from authoric.http.context import services
-from authoric.mail.outbox import list_mailbox
+from authoric.mail.outbox import MailPage, list_mailbox
 from authoric.tenancy.service import find_user
 
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)],
                    route_class=TypedRoute, responses=ERROR_RESPONSES)
 
 
-@router.get("/apps/{app}/mail")
+@router.get("/apps/{app}/mail", response_model=None, responses=declared(200, MailPage))
 async def mailbox(request: Request, app: str, limit: str | None = None,
                   after: str | None = None) -> dict[str, Any]:
     """The app's mail, newest first: the whole message without SMTP, `to`, `subject` and
@@ -33,7 +35,8 @@ async def _user_uid(conn: Any, app: str, user: str) -> uuid.UUID:
     return uid
 
 
-@router.get("/apps/{app}/users/{user}/sessions")
+@router.get("/apps/{app}/users/{user}/sessions", response_model=None,
+            responses=declared(200, SessionList))
 async def user_sessions(request: Request, app: str, user: str) -> dict[str, Any]:
     async with services(request).tx() as conn:
         return await service.list_sessions(conn, await _user_uid(conn, app, user), None)

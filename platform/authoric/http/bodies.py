@@ -22,10 +22,10 @@ from typing import Any, TypeVar
 
 from fastapi import Request
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from authoric.catalog.types.builtin import MAX_JSON_DEPTH, json_depth_exceeds
-from authoric.errors import BadRequest, invalid_body
+from authoric.errors import BadRequest, ErrorBody, invalid_body
 from authoric.http.edge import JSON, require_media
 from authoric.http.limits import refuse_nul, too_deep
 
@@ -67,22 +67,6 @@ def body_of(model: type[M]) -> Callable[[Request], Awaitable[M]]:
 
     typed_body.body_model = model  # type: ignore[attr-defined]  # read by TypedRoute
     return typed_body
-
-
-class ErrorDetail(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    code: str
-    message: str
-    details: dict[str, Any]
-
-
-class ErrorBody(BaseModel):
-    """Every error response: `{"error": {"code", "message", "details"}}`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    error: ErrorDetail
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {

@@ -18,15 +18,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.apps import find_app
 from authoric.console import audit, impersonation, preview, rows
-from authoric.console.impersonation import ImpersonationRequest
-from authoric.console.preview import PreviewRequest
+from authoric.console.audit import AuditPage
+from authoric.console.impersonation import AccessToken, ImpersonationRequest
+from authoric.console.preview import Preview, PreviewRequest
 from authoric.console.rows import AdminTable
 from authoric.http.admin import require_admin
 from authoric.http.admin_audit import audited_by_route
+from authoric.http.answers import declared
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of, csv_body, row_body
-from authoric.http.context import PLAN_ATTEMPTS, services
+from authoric.http.context import services
 from authoric.http.edge import RESERVED_PARAMS, table_request
-from authoric.plan.guard import StaleFacts
+from authoric.plan.guard import until_held
 from authoric.plan.request import Operation, TableRequest
 from authoric.records import csv_import
 from authoric.records.pipeline import admitted
@@ -60,15 +62,11 @@ async def on_admin_table(request: Request, app: str, table: str,
     """`work` in `admin_table`'s transaction, planned again in a new one when the catalog
     moved under it (a rename committed after the version was read: the transaction's guard
     failed and it rolled back, records.pipeline `confirmed`)."""
-    for _ in range(PLAN_ATTEMPTS - 1):
-        try:
-            async with admin_table(request, app, table) as (conn, target):
-                return await work(conn, target)
-        except StaleFacts as stale:
-            if stale.facts is None:
-                raise
-    async with admin_table(request, app, table) as (conn, target):
-        return await work(conn, target)
+    async def attempt() -> T:
+        async with admin_table(request, app, table) as (conn, target):
+            return await work(conn, target)
+
+    return await until_held(attempt)
 
 
 def row_request(request: Request, operation: Operation, app: str, table: str,
@@ -138,7 +136,7 @@ async def delete_row(request: Request, app: str, table: str, uid: uuid.UUID) -> 
     return Response(status_code=204)
 
 
-@router.post("/impersonate")
+@router.post("/impersonate", response_model=None, responses=declared(200, AccessToken))
 async def impersonate(request: Request, app: str, body: ImpersonationBody) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:
@@ -146,7 +144,8 @@ async def impersonate(request: Request, app: str, body: ImpersonationBody) -> di
         return await impersonation.impersonate(conn, svc.jwt_secret, app_uid, body)
 
 
-@router.post("/roles/{role}/preview")
+@router.post("/roles/{role}/preview", response_model=None,
+             responses=declared(200, Preview))
 async def preview_role(request: Request, app: str, role: str, body: PreviewBody) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:
@@ -155,7 +154,7 @@ async def preview_role(request: Request, app: str, role: str, body: PreviewBody)
         return await preview.preview(conn, snapshot, role, body)
 
 
-@router.get("/audit")
+@router.get("/audit", response_model=None, responses=declared(200, AuditPage))
 async def audit_log(request: Request, app: str) -> dict[str, Any]:
     q = request.query_params
     async with services(request).tx() as conn:

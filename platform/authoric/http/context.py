@@ -25,15 +25,22 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from authoric.auth.api_keys import ApiKeys, is_api_key
-from authoric.auth.principals import FactsCache, bearer, facts_or_refusal, load_facts, matches_app
+from authoric.auth.principals import (
+    FactsCache,
+    bearer,
+    facts_or_refusal,
+    load_facts,
+    matches_app,
+    principal_of,
+)
 from authoric.auth.ratelimit import RateLimiter
 from authoric.auth.tokens import Claims, VerifiedTokens
 from authoric.catalog.snapshot import AppSnapshot, SnapshotCache
 from authoric.changes.sequencer import Sequencer
-from authoric.errors import AuthoricError, ServiceUnavailable
+from authoric.errors import AuthoricError
 from authoric.mail.sender import MailSender
 from authoric.plan.access import Access, admit
-from authoric.plan.guard import Facts, Guard, StaleFacts
+from authoric.plan.guard import PLAN_ATTEMPTS, Facts, Guard, StaleFacts, kept_changing, until_held
 from authoric.plan.request import TableRequest
 from authoric.plan.runner import (
     PoolExecutor,
@@ -54,7 +61,6 @@ from authoric.tables.indexes import IndexBuilder
 # works through them, and time out waiting for one (bench.signin_burst).
 PASSWORD_SLOTS = 4
 T = TypeVar("T")
-PLAN_ATTEMPTS = 4  # plans per request before giving up on an app whose facts keep moving
 COUNT_FLAG = "AUTHORIC_TEST_COUNT_ROUND_TRIPS"  # tests only: X-Authoric-Round-Trips header
 
 MemberKey = tuple[uuid.UUID, uuid.UUID, uuid.UUID]
@@ -154,7 +160,7 @@ class Services:
                 self.facts.put(key, facts)
             guard = Guard(claims.app_uid, claims.user_uid, claims.org_uid, expected,
                           membership=claims.membership)
-            caller = Guarded(self, header, app_ref, _principal(claims, facts), snapshot,
+            caller = Guarded(self, header, app_ref, principal_of(claims, facts), snapshot,
                              PoolExecutor(self.pool, self.statements,
                                           (claims.app_uid, snapshot.version), guard))
             try:
@@ -188,8 +194,7 @@ class Services:
                     raise
                 self.facts.put(key, current)
                 facts, verified = current, True
-        raise ServiceUnavailable("the app kept changing during this request; retry it",
-                                 headers={"Retry-After": "1"})
+        raise kept_changing()
 
     async def export(self, header: str | None,
                      request: TableRequest) -> tuple[AsyncIterator[bytes], str]:
@@ -213,27 +218,23 @@ class Services:
                 if prepared_on_old_tables(error):
                     continue
                 async with self.engine.connect() as conn:
-                    current = await load_facts(conn, self.tokens.access(bearer(header)),
+                    # The same bearer as the attempt's: an access token or an API key.
+                    current = await load_facts(conn, await self.table_claims(header),
                                                request.app)
                 if current.version == guard.expected.version:
                     raise
-        raise ServiceUnavailable("the app kept changing during this request; retry it",
-                                 headers={"Retry-After": "1"})
+        raise kept_changing()
 
     async def transacted(self, header: str | None, app_ref: str,
                          work: Callable[[InTransaction], Awaitable[T]]) -> T:
         """`work` as the token's member in `member_transaction`, planned again in a new one
         when the catalog or the member's facts moved under it (its guard failed before it
         ended, records.pipeline `confirmed`, and it rolled back)."""
-        for _ in range(PLAN_ATTEMPTS - 1):
-            try:
-                async with self.member_transaction(header, app_ref) as caller:
-                    return await work(caller)
-            except StaleFacts as stale:
-                if stale.facts is None:
-                    raise
-        async with self.member_transaction(header, app_ref) as caller:
-            return await work(caller)
+        async def attempt() -> T:
+            async with self.member_transaction(header, app_ref) as caller:
+                return await work(caller)
+
+        return await until_held(attempt)
 
     @asynccontextmanager
     async def member_transaction(self, header: str | None,
@@ -247,7 +248,7 @@ class Services:
             guard = Guard(claims.app_uid, claims.user_uid, claims.org_uid,
                           Facts(snapshot.version, facts.app_name, facts.roles, facts.email),
                           membership=claims.membership)
-            yield InTransaction(conn, self.engine, _principal(claims, facts), snapshot, guard)
+            yield InTransaction(conn, self.engine, principal_of(claims, facts), snapshot, guard)
 
 
 def _from_a_statement(error: BaseException) -> bool:
@@ -255,13 +256,6 @@ def _from_a_statement(error: BaseException) -> bool:
     before one ran)."""
     return isinstance(error, DBAPIError) or isinstance(error.__cause__,
                                                       (asyncpg.PostgresError, DBAPIError))
-
-
-def _principal(claims: Claims, facts: Facts) -> Principal:
-    assert claims.org_uid is not None  # load_facts refuses an account token
-    return Principal(claims.app_uid, claims.user_uid, claims.org_uid, facts.email,
-                     facts.roles or (), claims.expires_at, read_only=claims.read_only,
-                     api_key=claims.api_key)
 
 
 @dataclass

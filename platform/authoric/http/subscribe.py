@@ -138,12 +138,12 @@ class DirectFrames:
     A small object of its own, not a method of the response: a delivery reads only this, the
     stream and uvicorn's cycle, not the response's attribute dict, the request and the
     principal. Between two changes all of them go cold in the cache, and at 50 changes a
-    second a delivery costs more in misses than in instructions (docs/realtime.md,
+    second a delivery costs more in misses than in instructions (docs/benchmarks-journal.md,
     section 20).
 
     Frames offered to a whole read class come with its `Run` (realtime/hub.py): the first
     stream frames them as one chunk for all, and the hub tallies them once for every stream
-    they reached (docs/realtime.md, section 21)."""
+    they reached (docs/benchmarks-journal.md, section 21)."""
 
     __slots__ = ("expires", "stream", "tally", "writer")
 

@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from authoric.errors import ValidationFailed
 from authoric.http.admin import require_admin
 from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
 from authoric.http.context import services
@@ -25,7 +24,7 @@ from authoric.webhooks.model import (
     WebhookView,
     WebhookWithSecret,
 )
-from authoric.webhooks.targets import TargetRefused, checked_address, resolve_host, split_target
+from authoric.webhooks.targets import check_url
 from authoric.webhooks.worker import Deliverer
 
 router = APIRouter(prefix="/admin/apps/{app}/webhooks", tags=["webhooks"],
@@ -38,17 +37,9 @@ ReplayBody = Annotated[Replay, Depends(body_of(Replay))]
 
 
 def _url_check(request: Request) -> store.CheckUrl:
-    """422 for a URL that is not http(s), or whose host resolves where deliveries may not go."""
+    """The server's URL rule (webhooks.targets `check_url`) with its operator's setting."""
     allow_private = services(request).settings.webhook_allow_private
-
-    async def check(url: str) -> None:
-        _, host, port = split_target(url)
-        try:
-            await checked_address(host, port, resolve_host, allow_private)
-        except TargetRefused as exc:
-            raise ValidationFailed(f"the url is refused: {exc}", {"url": url}) from exc
-
-    return check
+    return lambda url: check_url(url, allow_private)
 
 
 @router.post("", status_code=201, response_model=WebhookWithSecret)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.types import rfc3339
@@ -21,6 +22,31 @@ from authoric.plan.listing import newest_first, parse_id_cursor, parse_limit
 
 PENDING, SENT, FAILED, MAILBOX = "pending", "sent", "failed", "mailbox"
 DEFAULT_LIMIT, MAX_LIMIT = 50, 500
+
+
+class MailItem(BaseModel):
+    """A mail in the app's mailbox (contract section 3): its body only without SMTP; `error`,
+    why the last attempt to send it failed, only once one has (`failed`, or `pending` again)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    at: str
+    to: str
+    subject: str
+    text: str | None
+    html: str | None
+    status: Literal["mailbox", "pending", "sent", "failed"]
+    error: str = Field(default_factory=str)  # absent until an attempt failed (never null)
+
+
+class MailPage(BaseModel):
+    """A page of the mailbox, newest first, and the cursor of the next (null: the last)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[MailItem]
+    next: str | None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ The feed's figures (frames by type, the latency stages) are counted in plain num
 (`FeedTally`) and added to the prometheus metrics when they are published: at each scrape this
 process answers, once a second (`sample_request_pool`), and when the process ends. A delivery
 costs a few additions instead of a label lookup and three updates of the shared files, each
-under a lock (docs/realtime.md, "Delivery cost"); with several workers, another worker's
+under a lock (docs/benchmarks-journal.md, "11. Delivery cost"); with several workers, another worker's
 figures show at most a second late.
 
 Read from the database when scraped (the same for every process, so any worker may answer):

@@ -1,11 +1,11 @@
 """TypeScript interfaces for the admin client (`@authoric/client/admin`), generated from the
 platform's OpenAPI document: every named object schema it declares, the request bodies of the
-admin and session routes and the answers it declares, written as the client names them.
+admin and session routes and the answers of the admin routes, written as the client names them.
 
 `scripts/admin-types` writes them to clients/typescript/src/admin.generated.ts, and
-tests/unit/test_admin_types.py fails when that file and the document drift apart. Shapes the
-document does not declare yet (answers of routes without a response model) stay written by
-hand in admin.ts.
+tests/unit/test_admin_types.py fails when that file and the document drift apart. admin.ts
+keeps by hand only what a document cannot name: generic pages (`Items<T>`, `Paged<T>`), the
+operator's rows (the app's own columns) and aliases of older names.
 """
 
 from __future__ import annotations
@@ -28,6 +28,15 @@ CLIENT_NAMES = {
     "UserView": "User",
     "MemberView": "Member",
     "MembershipView": "Membership",
+    "TableView": "TableDef",
+    "ColumnView": "ColumnDef",
+    "OperationsView": "Operations",
+    "IndexView": "IndexDef",
+    "RoleView": "Role",
+    "KeyView": "ApiKey",
+    "CreatedKey": "NewApiKey",
+    "InvitationView": "Invitation",
+    "SessionView": "UserSession",
 }
 # Schemas of no use to an admin client: the session routes' bodies, the row bodies (the app's
 # document types those), and FastAPI's own validation error.

@@ -19,18 +19,21 @@ under its old name.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import BigInteger, Text, and_, case, null, select, true, union_all
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
 from authoric.db import tables as t
+from authoric.errors import ServiceUnavailable
 from authoric.plan.binds import named
 
 FACT_COLUMNS = ("_version", "_app_name", "_roles", "_email")
+PLAN_ATTEMPTS = 4  # plans per request before giving up on an app whose facts keep moving
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,26 @@ class StaleFacts(Exception):
     def __init__(self, facts: Facts | None) -> None:
         super().__init__("authentication facts moved")
         self.facts = facts
+
+
+def kept_changing() -> ServiceUnavailable:
+    """The answer to a request planned PLAN_ATTEMPTS times, each time for facts that moved
+    before its statement ran: 503, and the client may simply retry."""
+    return ServiceUnavailable("the app kept changing during this request; retry it",
+                              headers={"Retry-After": "1"})
+
+
+async def until_held(attempt: Callable[[], Awaitable[T]], attempts: int = PLAN_ATTEMPTS) -> T:
+    """`attempt()`, each time in a transaction of its own planned anew, until one runs on
+    facts that held (no StaleFacts: it rolled back when they moved under it); then
+    `kept_changing`. An app gone meanwhile is found by the next attempt's own loading, which
+    answers exactly (404)."""
+    for _ in range(attempts):
+        try:
+            return await attempt()
+        except StaleFacts:
+            continue
+    raise kept_changing()
 
 
 @dataclass

@@ -18,6 +18,9 @@ class Principal:
     acting_as_app: bool = False  # the server-side SDK acting for the app in one org
     read_only: bool = False  # an impersonation token: every write is refused (plan.access)
     api_key: bool = False  # an API key (section 3b): `user_uid` is the key's uid, no email
+    # The membership (or key) the token was issued for; None when no token names one. A
+    # stream whose membership was given a new uid (a password reset) or removed ends.
+    membership: uuid.UUID | None = None
 
     def attributes(self) -> dict[str, Any]:
         """The values row policies may name through `$principal`."""

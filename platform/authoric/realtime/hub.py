@@ -599,18 +599,25 @@ class Hub:
         if not subs:
             return
         g = t.grantees()
-        rows = await conn.execute(select(g.c.org_uid, g.c.user_uid, g.c.roles).where(and_(
-            g.c.app_uid == app_uid,
-            g.c.user_uid.in_({s.principal.user_uid for s in subs if s.principal}))))
-        roles = {(r.org_uid, r.user_uid): tuple(r.roles) for r in rows}
+        rows = await conn.execute(select(g.c.org_uid, g.c.user_uid, g.c.uid, g.c.roles).where(
+            and_(g.c.app_uid == app_uid,
+                 g.c.user_uid.in_({s.principal.user_uid for s in subs if s.principal}))))
+        held = {(r.org_uid, r.user_uid): (r.uid, tuple(r.roles)) for r in rows}
         for sub in subs:
             assert sub.principal is not None
-            current = roles.get((sub.principal.org_uid, sub.principal.user_uid))
+            membership, current = held.get((sub.principal.org_uid, sub.principal.user_uid),
+                                           (None, None))
             if current is None:
                 if sub.principal.api_key:
                     sub.close("key_revoked", REVOKED)
                 else:
                     sub.close("membership_revoked")
+                self.remove(sub)
+                continue
+            if sub.principal.membership not in (None, membership):
+                # The token's membership has a new uid: a password reset ended every token
+                # issued before it, this stream's too. Its holder signs in again.
+                sub.close("token_revoked", REVOKED)
                 self.remove(sub)
                 continue
             sub.principal = replace(sub.principal, roles=current)

@@ -42,7 +42,7 @@ from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import BadRequest, InternalError
 from authoric.plan.access import Access, admit
 from authoric.plan.expand import expand_rows, expansion_tree, unexpanded
-from authoric.plan.guard import Guard, StaleFacts
+from authoric.plan.guard import PLAN_ATTEMPTS, Guard, StaleFacts, until_held
 from authoric.plan.request import TableRequest
 from authoric.plan.runner import ConnectionExecutor, Executor
 from authoric.policy.principal import Principal
@@ -52,7 +52,6 @@ from authoric.records.csv_fast import Spool
 from authoric.records.values import bulk_set_values, column_values
 
 Strategy = Literal["statement", "transaction"]
-FRESH_ATTEMPTS = 4  # transactions per `Fresh` request before giving up on a moving catalog
 
 
 class Caller(Protocol):
@@ -143,18 +142,14 @@ async def execute(caller: Caller | Fresh, request: TableRequest,
 async def _fresh(caller: Fresh, request: TableRequest,
                  chunks: AsyncIterator[bytes] | Spool | None) -> Any:
     """`request` in a transaction of its own, planned again (in a new one) when the catalog
-    moved under the first (`confirmed` failed, and the transaction rolled back)."""
-    for _ in range(FRESH_ATTEMPTS - 1):
-        try:
-            async with caller.transaction() as tx:
-                return await _answer(tx, request, chunks)
-        except StaleFacts as stale:
-            if stale.facts is None:
-                raise  # the app is gone: the next transaction's facts say so exactly
-            if chunks is not None and not isinstance(chunks, Spool):
-                raise  # a streamed body is spent (a spool is read from its start again)
-    async with caller.transaction() as tx:
-        return await _answer(tx, request, chunks)
+    moved under the first (`confirmed` failed, and the transaction rolled back). A streamed
+    import body is read once: it gets one attempt (a spool is read from its start again)."""
+    async def attempt() -> Any:
+        async with caller.transaction() as tx:
+            return await _answer(tx, request, chunks)
+
+    spent_once = chunks is not None and not isinstance(chunks, Spool)
+    return await until_held(attempt, 1 if spent_once else PLAN_ATTEMPTS)
 
 
 async def confirmed(tx: InTransaction) -> None:

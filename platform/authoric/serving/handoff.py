@@ -3,7 +3,7 @@ worker whose slot its org falls in.
 
 Why: with several workers, every worker that holds a stream of a change's org pays for the
 change: the wake-up, the judge's statement and its reply, and its own socket writes
-(docs/realtime.md section 16). The kernel hands each connection to a worker before a byte of
+(docs/benchmarks-journal.md, section 16). The kernel hands each connection to a worker before a byte of
 the request is read (SO_REUSEPORT, authoric/workers.py), so the streams of one org land on
 every worker. Here they are gathered: each change of an org is judged by one worker, once.
 

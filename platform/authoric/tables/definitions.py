@@ -1,4 +1,5 @@
-"""Table definitions: create, change and drop user tables (definition row + DDL, one transaction)."""
+"""Table definitions: create, change and drop user tables (definition row + DDL, one
+transaction); and the definition as the admin routes answer it (`TableView`)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ from typing import Any
 
 from alembic.migration import MigrationContext
 from alembic.operations import Operations
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import MetaData, delete, literal, select, text, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.apps import bump_version, find_app
-from authoric.catalog.model import ColumnDef, TableChange, TableDef, check_columns
+from authoric.catalog.model import ColumnDef, ColumnTypeName, TableChange, TableDef, check_columns
+from authoric.catalog.model import Operations as TableOperations
 from authoric.catalog.names import check_name
 from authoric.catalog.schema import compile_table, physical_column, schema_name
 from authoric.catalog.snapshot import load_snapshot, searched_columns
@@ -24,11 +27,54 @@ from authoric.db.changelog import SCHEMA
 from authoric.db.sql import statement
 from authoric.errors import Conflict, NotFound, ValidationFailed
 from authoric.tables import indexes, schema_change
+from authoric.tables.indexes import IndexView
 from authoric.tenancy.service import check_against_tables
 
 # How long a schema change waits for a lock before it gives up (503): the requests that
 # queue behind a waiting ALTER wait at most this long too.
 SCHEMA_LOCK_TIMEOUT_MS = 3000
+
+
+class ColumnView(BaseModel):
+    """A column as the definition answers it: every attribute, `options` only for a `select`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    type: ColumnTypeName
+    required: bool
+    unique: bool
+    default: Any
+    references: str | None
+    options: list[str] = Field(default_factory=list)  # absent unless the column has options
+
+
+class OperationsView(TableOperations):
+    """The table's operation switches, each on or off."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+
+class TableView(BaseModel):
+    """A table's definition as the admin routes answer it: the contract's defaults filled in,
+    the display column resolved, and `indexes` once the table has any."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str
+    columns: list[ColumnView]
+    operations: OperationsView
+    soft_delete: bool = Field(alias="softDelete")
+    capture_sql_writes: bool = Field(alias="captureSqlWrites")
+    sql_name: str = Field(alias="sqlName")
+    display_column: str | None = Field(alias="displayColumn")
+    indexes: list[IndexView] = Field(default_factory=list)  # absent while none
+
+
+class TableList(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[TableView]
 
 
 async def list_tables(conn: AsyncConnection, app_ref: str) -> list[dict[str, Any]]:

@@ -35,7 +35,7 @@ from authoric.catalog.schema import PLATFORM_FIELDS, constraint_name, schema_nam
 from authoric.catalog.types import TEXTUAL_TYPES
 from authoric.db import tables as t
 from authoric.db.sql import quoted, statement
-from authoric.errors import Conflict, NotFound, ValidationFailed
+from authoric.errors import Conflict, ErrorDetail, NotFound, ValidationFailed
 
 log = logging.getLogger("authoric.indexes")
 
@@ -55,6 +55,26 @@ class IndexSpec(BaseModel):
     columns: list[str] = Field(min_length=1, max_length=MAX_INDEX_COLUMNS)
     unique: bool = False
     kind: Literal["btree", "search"] = "btree"
+
+
+class IndexView(BaseModel):
+    """An index as the admin routes answer it: its spec and its build's state; `error` (the
+    contract's error object) only once the build `failed`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    columns: list[str]
+    unique: bool
+    kind: Literal["btree", "search"]
+    state: Literal["building", "ready", "failed"]
+    error: ErrorDetail = Field(default=None)  # type: ignore[assignment]  # absent unless failed
+
+
+class IndexList(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[IndexView]
 
 
 def physical_name(table: str, name: str) -> str:

@@ -39,6 +39,32 @@ class NewKey(BaseModel):
     expires_at: AwareDatetime | None = Field(default=None, alias="expiresAt")
 
 
+class KeyView(BaseModel):
+    """An API key as listed: never the key itself (RFC 3339 times; null: never)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    uid: str
+    name: str
+    org: str
+    roles: list[str]
+    created_at: str = Field(alias="createdAt")
+    expires_at: str | None = Field(alias="expiresAt")
+    last_used_at: str | None = Field(alias="lastUsedAt")
+
+
+class CreatedKey(KeyView):
+    """A new API key: `key` is shown this once."""
+
+    key: str
+
+
+class KeyList(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[KeyView]
+
+
 def _view(row: Any) -> dict[str, Any]:
     return {"uid": str(row.uid), "name": row.name, "org": str(row.org_uid),
             "roles": list(row.roles), "createdAt": rfc3339(row.created_at),

@@ -8,8 +8,9 @@ judged as the row stood, `expand`). Without a role it receives the operator's vi
 (`realtime.operator`, section 2a: every row, unredacted, with its `org`), its `expand` read
 as the operator reads the referenced tables.
 
-Each event is rendered straight into its delivery body, once: the same bytes are signed and
-sent on every retry (a delivery's position never changes its body).
+Each event is rendered straight into its delivery body, once per delivery pass. A retry in a
+later pass judges the change again (contract section 8: re-read at delivery), so its body
+shows the row as it stands then, under the same `webhook-id` (the position).
 """
 
 from __future__ import annotations

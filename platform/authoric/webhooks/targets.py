@@ -42,24 +42,43 @@ async def resolve_host(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # well-known prefix: an IPv4 address inside
+
+
 def refusal(address: str) -> str | None:
-    """Why a delivery to `address` is refused, or None for a public address."""
+    """Why a delivery to `address` is refused, or None for a public address. Only globally
+    routable unicast addresses pass: shared (100.64.0.0/10), documentation, benchmarking and
+    site-local space is as internal to some network as private space is."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and (ip.ipv4_mapped or ip.sixtofour):
-        return "an IPv4-mapped or 6to4 IPv6 address"
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped or ip.sixtofour:
+            return "an IPv4-mapped or 6to4 IPv6 address"
+        if ip in NAT64:  # judged as the IPv4 address a NAT64 gateway would reach
+            inner = refusal(str(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)))
+            return None if inner is None else f"a NAT64 address of {inner}"
+        if ip.is_site_local:
+            return "a site-local address"
     for attribute in ("is_loopback", "is_private", "is_link_local", "is_unspecified",
                       "is_multicast", "is_reserved"):
         if getattr(ip, attribute):
             return f"a {attribute.removeprefix('is_').replace('_', '-')} address"
+    if not ip.is_global:
+        return "an address that is not globally routable"
     return None
 
 
 def split_target(url: str) -> tuple[str, str, int]:
-    """(scheme, host, port) of a webhook URL; ValidationFailed for anything but http(s)."""
+    """(scheme, host, port) of a webhook URL; ValidationFailed for anything but an http(s) URL
+    that httpx sends as written (no whitespace or control characters that a parser would
+    strip or refuse later, at delivery)."""
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        raise ValidationFailed("the url may not contain spaces or control characters",
+                               {"url": url})
     try:
         parts = urlsplit(url)
         port = parts.port
-    except ValueError as exc:
+        httpx.URL(url)
+    except (ValueError, httpx.InvalidURL) as exc:
         raise ValidationFailed("the url is not a URL", {"url": url}) from exc
     if parts.scheme not in SCHEMES or not parts.hostname:
         raise ValidationFailed("the url must be http:// or https:// with a host", {"url": url})
@@ -68,11 +87,21 @@ def split_target(url: str) -> tuple[str, str, int]:
     return parts.scheme, parts.hostname, port or SCHEMES[parts.scheme]
 
 
+async def check_url(url: str, allow_private: bool, resolve: Resolve = resolve_host) -> None:
+    """422 for a URL that is not http(s), or whose host resolves (now) where deliveries may
+    not go: what an operator is told when creating or changing a webhook."""
+    _, host, port = split_target(url)
+    try:
+        await checked_address(host, port, resolve, allow_private)
+    except TargetRefused as exc:
+        raise ValidationFailed(f"the url is refused: {exc}", {"url": url}) from exc
+
+
 async def checked_address(host: str, port: int, resolve: Resolve, allow_private: bool) -> str:
     """The address to connect to: `host` resolved now, every answer checked."""
     try:
         addresses = [host.strip("[]")] if _is_address(host) else await resolve(host, port)
-    except OSError as exc:
+    except (OSError, UnicodeError, ValueError) as exc:  # a label too long or empty: no name
         raise TargetRefused(f"{host} does not resolve") from exc
     if not addresses:
         raise TargetRefused(f"{host} does not resolve")

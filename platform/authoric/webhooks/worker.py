@@ -488,7 +488,9 @@ class Deliverer:
             error = f"refused: {exc}"
         except TimeoutError:
             error = f"no answer within {TIMEOUT:g} s"
-        except (httpx.HTTPError, OSError) as exc:
+        except Exception as exc:
+            # httpx's and the network's errors, and any other (a URL httpx refuses): a failed
+            # attempt, recorded and retried, so the webhook turns `failing`, never stalls unseen
             error = type(exc).__name__
         if status is not None and not 200 <= status < 300 and error is None:
             error = f"HTTP {status}"
