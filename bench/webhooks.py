@@ -114,6 +114,9 @@ def app(server: Server, orgs: int, name: str) -> Iterator[App]:
         yield App(name, admin, org_uids, clerks)
 
 
+WRITTEN: list[float] = []  # the rate each `write` reached (a loaded machine falls short)
+
+
 async def write(server: Server, world: App, rate: float, seconds: float, start: int = 0) -> int:
     """REST creates at `rate`/s for `seconds`, round-robin over the orgs' clerks: how many."""
     total = int(rate * seconds)
@@ -140,6 +143,7 @@ async def write(server: Server, world: App, rate: float, seconds: float, start: 
                 response.raise_for_status()
 
         await asyncio.gather(*(sender() for _ in range(32)))
+    WRITTEN.append(total / (time.monotonic() - began))
     return total
 
 
@@ -240,7 +244,8 @@ async def one_webhook(server: Server, db: Database, args: argparse.Namespace) ->
         took = time.monotonic() - began
         per_hook = (cpu() - before) / n - base
         lags, out_of_order = hooks.results()
-        print(f"one webhook, {args.rate:.0f} writes/s for {args.seconds:.0f} s: {n} deliveries "
+        print(f"one webhook, {args.rate:.0f} writes/s for {args.seconds:.0f} s (reached "
+              f"{WRITTEN[-1]:.0f}/s; alone {WRITTEN[-2]:.0f}/s): {n} deliveries "
               f"({hooks.received() / took:.0f}/s), lag p50 {pct(lags, .5) * 1000:.0f} ms "
               f"p99 {pct(lags, .99) * 1000:.0f} ms, out of order {out_of_order}; server "
               f"CPU per write alone {base * 1000:.2f} ms, per delivery "
@@ -260,7 +265,8 @@ async def one_webhook(server: Server, db: Database, args: argparse.Namespace) ->
         reading.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await reading
-        print(f"one operator stream instead: {counted[0]} frames, server CPU per frame "
+        print(f"one operator stream instead (writes reached {WRITTEN[-1]:.0f}/s): "
+              f"{counted[0]} frames, server CPU per frame "
               f"{per_frame * 1000:.2f} ms")
         # The backlog: written while paused (the stream's and these), then resumed.
         await write(server, world, args.rate, args.backlog / args.rate, start=30_000_000)
@@ -331,7 +337,7 @@ async def many_webhooks(server: Server, db: Database, args: argparse.Namespace) 
         await write(server, world, args.many_rate, args.seconds)
         await asyncio.sleep(1.0)
         print(f"  {args.orgs} member streams, no webhook, {args.many_rate:.0f} writes/s for "
-              f"{args.seconds:.0f} s: {streams.report()}, server CPU "
+              f"{args.seconds:.0f} s (reached {WRITTEN[-1]:.0f}/s): {streams.report()}, server CPU "
               f"{(tree_cpu_seconds(server.pid) - before) / (time.monotonic() - began) * 100:.0f}"
               f"% of a core")
         roles = ["viewer", "auditor", "reviewer"]
@@ -349,7 +355,8 @@ async def many_webhooks(server: Server, db: Database, args: argparse.Namespace) 
         lags, out_of_order = hooks.results()
         got = hooks.received()
         print(f"{args.hooks} webhooks over {args.orgs} orgs, 3 roles, {args.many_rate:.0f} "
-              f"writes/s for {args.seconds:.0f} s: {got} of {expected} deliveries "
+              f"writes/s for {args.seconds:.0f} s (reached {WRITTEN[-1]:.0f}/s): {got} of "
+              f"{expected} deliveries "
               f"({got / took:.0f}/s), lag p50 {pct(lags, .5) * 1000:.0f} ms p99 "
               f"{pct(lags, .99) * 1000:.0f} ms, out of order {out_of_order}, server CPU "
               f"{(tree_cpu_seconds(server.pid) - before) / took * 100:.0f}% of a core; "

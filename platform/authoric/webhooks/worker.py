@@ -76,6 +76,10 @@ LEASE = 5.0  # seconds a lease lives unless renewed
 RENEW = 1.0  # seconds between claims (renewals and takeovers)
 POLL = 1.0  # seconds a webhook waits for a wake-up before looking anyway
 BATCH = 200  # log entries read per pass
+# Seconds a webhook woken by the relay waits before its pass, gathering what follows: a pass
+# costs five statements whatever its size, and at 500 writes/s one per change doubled the
+# CPU per delivery (docs/benchmarks-realtime.md); 10 ms is 1% of the 1 s lag target.
+GATHER = 0.01
 RECORD_EVERY = 0.1  # seconds a success waits at most for its record (and the cursor's move)
 TIMEOUT = 10.0  # seconds per attempt (contract: a 2xx within 10 s)
 READ_LIMIT = 4096  # bytes of a response read at most
@@ -334,6 +338,9 @@ class Deliverer:
                 continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), more or POLL)
+                # Woken by a batch: under steady writes more follow within milliseconds, and
+                # a pass that takes them together costs its statements once (`GATHER`).
+                await asyncio.sleep(GATHER)
 
     async def _pass(self, uid: uuid.UUID, token: uuid.UUID, judging: Judging) -> float | None:
         """One pass: None when there may be more to send at once, else seconds to wait at
