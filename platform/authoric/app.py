@@ -50,7 +50,7 @@ from authoric.realtime.hub import Hub
 from authoric.realtime.stream_leases import StreamLeases
 from authoric.serving.handoff import start_handoff
 from authoric.settings import Settings
-from authoric.webhooks.worker import Deliverer, Tee
+from authoric.webhooks.worker import WORKER_CONNECTIONS, Deliverer, Tee
 
 # Net allocations of tracked objects between two young collections (CPython's default: 700).
 # A request frees nearly everything it allocates by reference counting, but at 50 connections
@@ -103,7 +103,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sequencer = Sequencer(settings, libpq_url(url))
         pool = await open_pool(libpq_url(url), settings.db_pool_size, session_settings(settings))
         hub.pool = pool  # the judge runs on the request path's pool (realtime/hub.py)
-        source.pool = pool  # and so do resumes' reads of the log
         mail_sender = start_mail_sender(settings, engine)
         app.state.services = Services(
             settings=settings, engine=engine, jwt_secret=jwt_secret(settings),
@@ -115,7 +114,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.stream_leases = StreamLeases(engine, settings)
         settle_collector()
         deliverer = app.state.webhooks = Deliverer(settings, engine, source, snapshots, counted)
-        deliverer.pool = pool  # its statements run on the request path's pool, as the judge's
+        # The delivery worker's connections: a few of its own, so a hundred webhooks woken by
+        # one batch queue among themselves, not ahead of the requests on the request pool.
+        webhook_pool = (await open_pool(libpq_url(url), WORKER_CONNECTIONS,
+                                        session_settings(settings))
+                        if settings.webhook_delivery else None)
+        deliverer.pool = webhook_pool
         sequencer.start()
         source.start(Tee(hub, deliverer))
         if settings.webhook_delivery:
@@ -136,6 +140,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             # By now uvicorn has stopped accepting, streams have ended (sse-starlette sees the
             # shutdown) and in-flight requests have finished or the grace period is over.
             await deliverer.stop()
+            if webhook_pool is not None:
+                await webhook_pool.close()
             await source.stop()
             await hub.close()
             await sequencer.stop()

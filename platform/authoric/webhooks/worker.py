@@ -29,9 +29,11 @@ The cursor never passes entries retention removed without saying so: a cursor be
 horizon (a webhook that kept failing, or waited paused, longer than the log keeps its entries)
 sends a `resync` `backfill_expired` first, as a resumed webhook does.
 
-The database work runs on the request path's pool (plain asyncpg, autocommit: each statement
-is its own transaction), as the feed's judge does, with a connection held only while
-statements run, never across a delivery.
+The database work runs on a small asyncpg pool of the worker's own (`WORKER_CONNECTIONS`,
+autocommit: each statement is its own transaction), with a connection held only while
+statements run, never across a delivery. A role's judging runs there as SQL compiled once
+per shape, as the feed's judge does on the request path's pool; on that pool, a hundred
+webhooks woken by one batch held the connections the requests were waiting for.
 
 Waking: the worker sits behind the relay as part of its sink (`Tee`): a batch the relay
 hands on wakes the webhooks it concerns; each also looks once a second (the safety poll).
@@ -81,6 +83,7 @@ BATCH = 200  # log entries read per pass
 # CPU per delivery (docs/benchmarks-realtime.md); 10 ms is 1% of the 1 s lag target.
 GATHER = 0.01
 RECORD_EVERY = 0.1  # seconds a success waits at most for its record (and the cursor's move)
+WORKER_CONNECTIONS = 4  # the worker's own pool (app.py): never the request path's connections
 TIMEOUT = 10.0  # seconds per attempt (contract: a 2xx within 10 s)
 READ_LIMIT = 4096  # bytes of a response read at most
 LAST = 2**63 - 1
@@ -211,8 +214,8 @@ class Deliverer:
     random: Callable[[], float] = random_module.random
     resolve: Resolve = resolve_host
     running: dict[uuid.UUID, Running] = field(default_factory=dict)
-    # The request path's pool (plan/runner.py), where the worker's statements run; app.py sets
-    # it. Without one (a worker built alone) they run on the engine's connections.
+    # The worker's own pool (`WORKER_CONNECTIONS`), where its statements run; app.py opens it.
+    # Without one (a worker built alone) they run on the engine's connections.
     pool: asyncpg.Pool | None = None
     _tokens: list[uuid.UUID] = field(default_factory=list)  # the leases' tokens held
     _task: asyncio.Task[None] | None = None
@@ -347,6 +350,8 @@ class Deliverer:
         most (0: until woken or the poll)."""
         async with self._raw() as raw:
             found = await raw.fetchrow(ROW, uid)
+            if found is not None and found["status"] == "active":
+                head, horizon = await self.source.bounds(raw)
         if found is None or found["status"] != "active" or found["lease_owner"] != token:
             raise _Lost
         row = dict(found)
@@ -360,15 +365,15 @@ class Deliverer:
         running = self.running.get(uid)
         if running is not None:
             running.audience = audience
-        head, horizon = await self.source.bounds()
         if row["resync_first"] or row["cursor"] < horizon:
             # Entries after the cursor are gone (retention): say so before going on.
             sent = Sent(row["cursor"])
             if await self._sent(row, app, sent, expired(audience, horizon, self.wall())):
                 await self._record(row, sent, horizon, resync=True)
             return None
-        changes = await self.source.entries(row["app_uid"], audience.tables, audience.org_uid,
-                                            row["cursor"], LAST, BATCH)
+        async with self._raw() as raw:
+            changes = await self.source.entries(row["app_uid"], audience.tables,
+                                                audience.org_uid, row["cursor"], LAST, BATCH, raw)
         if running is not None:
             running.behind = max(0, head - row["cursor"]) if changes else 0
             running.waiting_since = changes[0].at if changes else 0.0
