@@ -251,11 +251,11 @@ async def one_webhook(server: Server, db: Database, args: argparse.Namespace) ->
         world.set_status(uid, "paused")
         await asyncio.sleep(2)
         before = cpu()
-        n = await write(server, world, args.rate, args.seconds, start=15_000_000)
+        paused = n = await write(server, world, args.rate, args.seconds, start=15_000_000)
         after = (cpu() - before) / n
         base = (base + after) / 2
         print(f"one webhook, {args.rate:.0f} writes/s for {args.seconds:.0f} s (reached "
-              f"{reached:.0f}/s; alone {WRITTEN[-3]:.0f}/s and {WRITTEN[-1]:.0f}/s): {n} "
+              f"{reached:.0f}/s; alone {WRITTEN[-3]:.0f}/s and {WRITTEN[-1]:.0f}/s): {paused} "
               f"deliveries ({hooks.received() / took:.0f}/s), lag p50 "
               f"{pct(lags, .5) * 1000:.0f} ms p99 {pct(lags, .99) * 1000:.0f} ms, out of order "
               f"{out_of_order}; server CPU per write alone {base * 1000:.2f} ms (before "
@@ -278,9 +278,10 @@ async def one_webhook(server: Server, db: Database, args: argparse.Namespace) ->
         print(f"one operator stream instead (writes reached {WRITTEN[-1]:.0f}/s): "
               f"{counted[0]} frames, server CPU per frame "
               f"{per_frame * 1000:.2f} ms")
-        # The backlog: written while paused (the stream's and these), then resumed.
+        # The backlog: written while paused (the second writes alone, the stream's and these),
+        # then resumed.
         await write(server, world, args.rate, args.backlog / args.rate, start=30_000_000)
-        waiting = n + args.backlog
+        waiting = paused + n + args.backlog  # everything written while it was paused
         had = hooks.received()
         before, began = cpu(), time.monotonic()
         world.set_status(uid, "active")

@@ -350,18 +350,22 @@ class Deliverer:
         most (0: until woken or the poll)."""
         async with self._raw() as raw:
             found = await raw.fetchrow(ROW, uid)
-            if found is not None and found["status"] == "active":
-                head, horizon = await self.source.bounds(raw)
-        if found is None or found["status"] != "active" or found["lease_owner"] != token:
-            raise _Lost
-        row = dict(found)
-        due = row["next_attempt_at"]
-        if due is not None and due.timestamp() > self.now():
-            return min(POLL, due.timestamp() - self.now())
-        settings = row["app_settings"]
-        app = {"name": row["app_name"], "version": row["app_version"],
-               "settings": json.loads(settings) if isinstance(settings, str) else settings}
-        audience = audience_of(row, app["name"])
+            if found is None or found["status"] != "active" or found["lease_owner"] != token:
+                raise _Lost
+            row = dict(found)
+            due = row["next_attempt_at"]
+            if due is not None and due.timestamp() > self.now():
+                return min(POLL, due.timestamp() - self.now())
+            settings = row["app_settings"]
+            app = {"name": row["app_name"], "version": row["app_version"],
+                   "settings": json.loads(settings) if isinstance(settings, str) else settings}
+            audience = audience_of(row, app["name"])
+            changes = await self.source.entries(row["app_uid"], audience.tables,
+                                                audience.org_uid, row["cursor"], LAST, BATCH, raw)
+            # The bounds after the entries: retention moves the horizon in the transaction
+            # that deletes, so a horizon still at or below the cursor now means the entries
+            # just read were all there.
+            head, horizon = await self.source.bounds(raw)
         running = self.running.get(uid)
         if running is not None:
             running.audience = audience
@@ -371,9 +375,6 @@ class Deliverer:
             if await self._sent(row, app, sent, expired(audience, horizon, self.wall())):
                 await self._record(row, sent, horizon, resync=True)
             return None
-        async with self._raw() as raw:
-            changes = await self.source.entries(row["app_uid"], audience.tables,
-                                                audience.org_uid, row["cursor"], LAST, BATCH, raw)
         if running is not None:
             running.behind = max(0, head - row["cursor"]) if changes else 0
             running.waiting_since = changes[0].at if changes else 0.0
