@@ -66,7 +66,7 @@ async def set_triggers(url: str, on: bool) -> None:
     conn = await asyncpg.connect(url)
     try:
         for statement in capture_ddl(APP, TABLE, False, on):
-            await conn.execute(statement)
+            await conn.execute(statement.text)
     finally:
         await conn.close()
 

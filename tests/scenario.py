@@ -5,6 +5,8 @@ Tests say who is calling; these helpers make those callers.
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -15,6 +17,12 @@ import httpx
 from tests.servers import ServerProcess
 
 INDEX_BUILD_WAIT = 60.0  # seconds a build of a few rows may take on a loaded machine
+
+
+def token_exp(token: str) -> int:
+    """The `exp` claim of an access token: when it expires, in the server's clock."""
+    payload = token.split(".")[1]
+    return int(json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["exp"])
 
 
 def unique(prefix: str) -> str:

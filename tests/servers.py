@@ -17,6 +17,28 @@ import httpx
 ADMIN_TOKEN = "test-admin-token-0123456789"  # 24+ characters: the server refuses shorter
 
 
+@dataclass
+class TestClock:
+    """A server's test clock (AUTHORIC_TEST_CLOCK_FILE, authoric/clock.py): how many seconds
+    its notion of now runs ahead of the wall clock, for token expiry. A test moves it instead
+    of waiting out a token's lifetime, and sets it back to 0 when it is done."""
+
+    __test__ = False  # not a test class, whatever its name
+    path: Path
+
+    @classmethod
+    def at_zero(cls, directory: Path) -> TestClock:
+        clock = cls(directory / "clock-offset")
+        clock.set(0)
+        return clock
+
+    def set(self, seconds: float) -> None:
+        self.path.write_text(str(seconds))
+
+    def env(self) -> dict[str, str]:
+        return {"AUTHORIC_TEST_CLOCK_FILE": str(self.path)}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -108,7 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             settings=settings, engine=engine, jwt_secret=jwt_secret(settings),
             admin_token=admin_token(settings), snapshots=snapshots,
             token_limiter=RateLimiter(settings), hub=hub, sequencer=sequencer,
-            pool=pool, source=source, mail_sender=mail_sender,
+            pool=pool, source=source, mail_sender=mail_sender, metrics=counted,
         )
         app.state.source = source
         app.state.stream_leases = StreamLeases(engine, settings)

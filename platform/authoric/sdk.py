@@ -44,6 +44,9 @@ from authoric.policy.principal import Principal
 from authoric.records.pipeline import Fresh, InTransaction, execute
 from authoric.settings import Settings
 
+# The setting $1 off for this transaction (run as written): SQL capture then files the writes.
+SET_LOCAL_OFF = "SELECT set_config($1, 'off', true)"
+
 
 class Authoric:
     """A connection to an Authoric database, from which sessions are opened."""
@@ -182,7 +185,6 @@ class Session:
         what it writes. Tables live in schema `app_<app uid hex>`."""
         async with self.sdk.engine.begin() as conn:
             # A direct SQL write: not filed by the platform, so capture must not skip it.
-            await conn.execute(text("SELECT set_config(:name, 'off', true)"),
-                               {"name": PLATFORM_WRITE})
+            await conn.exec_driver_sql(SET_LOCAL_OFF, (PLATFORM_WRITE,))
             result = await conn.execute(text(statement), params or {})
             return list(result.mappings()) if result.returns_rows else []

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.scenario import AppWorld, Caller, expect
-from tests.servers import ServerProcess, start_server
+from tests.scenario import AppWorld, Caller, expect, token_exp
+from tests.servers import ServerProcess, TestClock, start_server
 from tests.sse import SSEClient, log_head, strictly_increasing
 
 TABLES = ("invoices", "vendors", "notes")
@@ -209,24 +209,36 @@ def _database(tables: Tables) -> str:
     return tables.world.server.env["DATABASE_URL"]
 
 
-def test_short_lived_token_gets_reauth_on_the_multi_table_stream(tables: Tables) -> None:
-    expect(tables.world.admin.patch(tables.world.base,
-                                    json={"settings": {"accessTokenTtl": 20}}), 200)
+def test_a_member_whose_token_expires_gets_reauth_on_the_multi_table_stream(
+        tables: Tables, tuned: ServerProcess, tuned_clock: TestClock) -> None:
+    # The tuned server's clock is moved past the token's expiry rather than waited out.
     user = tables.world.user()
     tables.world.member(tables.org, user["uid"], ["clerk"])
-    stream = tables.subscribe(tables.world.login(user, tables.org))
-    stream.wait_for(lambda f: f.event == "reauth", timeout=90)
-    assert stream.events()[-1].data == {"reason": "token_expired"}
-    stream.wait_ended(timeout=30)
+    member = tables.world.login(user, tables.org)
+    assert member.token is not None
+    stream = tables.subscribe(member, server=tuned)
+    try:
+        tuned_clock.set(token_exp(member.token) - time.time() + 1)
+        stream.wait_for(lambda f: f.event == "reauth", timeout=60)
+        assert stream.events()[-1].data == {"reason": "token_expired"}
+        stream.wait_ended(timeout=30)
+    finally:
+        tuned_clock.set(0)
 
 
 # -- replicas, replay limits, the per-user cap ------------------------------------------------
 
 @pytest.fixture(scope="module")
-def tuned(database_url: str, data_dir: Path) -> Iterator[ServerProcess]:
-    """A second server process on the same database: replay limit 3, at most 2 streams a user."""
+def tuned_clock(tmp_path_factory: pytest.TempPathFactory) -> TestClock:
+    return TestClock.at_zero(tmp_path_factory.mktemp("tuned-clock"))
+
+
+@pytest.fixture(scope="module")
+def tuned(database_url: str, data_dir: Path, tuned_clock: TestClock) -> Iterator[ServerProcess]:
+    """A second server process on the same database: replay limit 3, at most 2 streams a user,
+    and a test clock."""
     proc = start_server(database_url, data_dir, AUTHORIC_SSE_REPLAY_LIMIT="3",
-                        AUTHORIC_SSE_MAX_STREAMS_PER_USER="2")
+                        AUTHORIC_SSE_MAX_STREAMS_PER_USER="2", **tuned_clock.env())
     yield proc
     proc.stop()
 

@@ -11,7 +11,6 @@ arrive before the fence has arrived by then.
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -22,8 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.scenario import AppWorld, Caller, expect
-from tests.servers import ServerProcess, start_server
+from tests.scenario import AppWorld, Caller, expect, token_exp
+from tests.servers import ServerProcess, TestClock, start_server
 from tests.sse import (
     SSEClient,
     db_value,
@@ -104,11 +103,6 @@ def feed(world: AppWorld) -> Iterator[Feed]:
 
 def change_keys(stream: SSEClient, after: int = 0) -> list[tuple[int, str | None, str | None]]:
     return [(f.pos, f.op, f.row_uid) for f in stream.changes() if f.pos > after]
-
-
-def token_exp(token: str) -> int:
-    payload = token.split(".")[1]
-    return int(json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["exp"])
 
 
 # -- opening the stream ---------------------------------------------------------------------
@@ -399,10 +393,15 @@ def test_invalid_position_for_garbage_or_a_future_id_resyncs_at_the_head(
 # -- servers with small settings: replay limit and ping -------------------------------------
 
 @pytest.fixture(scope="module")
-def tuned(database_url: str, data_dir: Path) -> Iterator[ServerProcess]:
-    """A second server on the same database: replay limit 5, ping every 0.5 s."""
+def tuned_clock(tmp_path_factory: pytest.TempPathFactory) -> TestClock:
+    return TestClock.at_zero(tmp_path_factory.mktemp("tuned-clock"))
+
+
+@pytest.fixture(scope="module")
+def tuned(database_url: str, data_dir: Path, tuned_clock: TestClock) -> Iterator[ServerProcess]:
+    """A second server on the same database: replay limit 5, ping every 0.5 s, a test clock."""
     proc = start_server(database_url, data_dir, AUTHORIC_SSE_REPLAY_LIMIT="5",
-                        AUTHORIC_SSE_PING_INTERVAL="0.5")
+                        AUTHORIC_SSE_PING_INTERVAL="0.5", **tuned_clock.env())
     yield proc
     proc.stop()
 
@@ -446,29 +445,34 @@ def test_idle_clerk_with_default_settings_gets_no_ping_early(feed: Feed) -> None
 
 # -- token expiry -----------------------------------------------------------------------------
 
-def test_short_lived_token_gets_reauth_at_expiry_with_no_events(feed: Feed) -> None:
-    # 10 s: wide enough that logging in and opening the stream never outlive the token on a
-    # busy machine. With no event and no ping due (every 25 s), only the expiry timer can
-    # send `reauth`, so receiving it at all is the proof; no upper bound on when is asserted.
-    ttl = 10
-    expect(feed.world.admin.patch(feed.world.base, json={"settings": {"accessTokenTtl": ttl}}),
-           200)
+def test_a_member_whose_token_expires_on_an_idle_stream_gets_reauth_and_the_end(
+        feed: Feed, tuned: ServerProcess, tuned_clock: TestClock) -> None:
+    # The tuned server's clock is moved rather than the token's lifetime waited out. A minute
+    # before the expiry the stream still delivers; past it, with no event to carry it, the
+    # stream sends `reauth` on its own and ends.
     user = feed.world.user()
     feed.world.member(feed.org, user["uid"], ["clerk"])
     member = feed.world.login(user, feed.org)
     assert member.token is not None
     exp = token_exp(member.token)
-    stream = feed.subscribe(member)
-    reauth = stream.wait_for(lambda f: f.event == "reauth", timeout=ttl + 60)
-    assert reauth.data == {"reason": "token_expired"} and reauth.id is None
-    stream.wait_ended(timeout=60)
-    assert stream.ended_at is not None
-    assert reauth.at >= exp - 0.1, (reauth.at, exp)  # not before the token's expiry
-    assert not [f for f in stream.frames if f.comment == "ping"]
-    assert stream.events()[-1].event == "reauth"
-    expired = feed.open(member)
-    assert expired.status_code == 401
-    assert json.loads(expired.body)["error"]["code"] == "TOKEN_EXPIRED"
+    stream = feed.subscribe(member, server=tuned)
+    try:
+        tuned_clock.set(exp - time.time() - 60)
+        fence = feed.insert()
+        stream.wait_for_change(fence["uid"])
+        assert not [f for f in stream.frames if f.event == "reauth"]  # not before the expiry
+        tuned_clock.set(exp - time.time() + 1)
+        reauth = stream.wait_for(lambda f: f.event == "reauth", timeout=60)
+        assert reauth.data == {"reason": "token_expired"} and reauth.id is None
+        stream.wait_ended(timeout=60)
+        assert stream.ended_at is not None
+        assert stream.events()[-1].event == "reauth"
+        assert [f.row_uid for f in stream.changes()] == [fence["uid"]]
+        expired = feed.open(member, server=tuned)
+        assert expired.status_code == 401
+        assert json.loads(expired.body)["error"]["code"] == "TOKEN_EXPIRED"
+    finally:
+        tuned_clock.set(0)
 
 
 # -- retention ----------------------------------------------------------------------------------

@@ -149,6 +149,52 @@ def test_no_two_modules_of_the_platform_import_each_other_even_through_others() 
     assert cycles_of(edges) == []
 
 
+def callers_by_module() -> dict[str, set[str]]:
+    """Every class of the platform that `execute` (records.pipeline) can be handed as its
+    caller, by module: a class that says whether it runs `at_once` or gives a `transaction`,
+    or that derives from one."""
+    classes: dict[str, tuple[str, ast.ClassDef]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                classes[node.name] = (module_name(path), node)
+
+    def declares_a_caller(node: ast.ClassDef) -> bool:
+        for item in node.body:
+            if isinstance(item, ast.Assign | ast.AnnAssign):
+                targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                if any(isinstance(t, ast.Name) and t.id == "at_once" for t in targets):
+                    return True
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) \
+                    and item.name == "transaction":
+                return True
+        return False
+
+    callers = {name for name, (_, node) in classes.items() if declares_a_caller(node)}
+    while True:
+        more = {name for name, (_, node) in classes.items() if name not in callers
+                and any(isinstance(b, ast.Name) and b.id in callers for b in node.bases)}
+        if not more:
+            break
+        callers |= more
+    found: dict[str, set[str]] = {}
+    for name in callers:
+        found.setdefault(classes[name][0], set()).add(name)
+    return found
+
+
+def test_every_caller_execute_runs_stands_below_the_routes_so_it_never_calls_up_into_http() -> None:
+    # `execute` asks its caller for a transaction: a caller defined in http/ would be a call
+    # back up into the routes that no import shows.
+    level = floor_of()
+    found = callers_by_module()
+    above = sorted(f"{module}: {sorted(names)}" for module, names in found.items()
+                   if level[unit_of(module)] >= level["http"])
+    assert above == []
+    every = {name for names in found.values() for name in names}
+    assert {"Caller", "InTransaction", "Fresh", "Guarded", "Operator"} <= every
+
+
 def test_the_import_reader_sees_deferred_type_checking_relative_and_string_imports() -> None:
     source = '''
 from typing import TYPE_CHECKING

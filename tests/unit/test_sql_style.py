@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from authoric.db.sql import Sql, joined, quoted, statement
+from authoric.db.sql import Sql, joined, literal, quoted, statement
 
 PLATFORM = Path(__file__).resolve().parents[2] / "platform"
 
@@ -37,6 +37,35 @@ def test_no_module_of_the_platform_puts_an_f_string_in_text() -> None:
     found = [f"{path.relative_to(PLATFORM)}:{line}" for path in sorted(PLATFORM.rglob("*.py"))
              for line in f_strings_in_text(path.read_text())]
     assert found == []
+
+
+def built_text_calls(source: str) -> list[int]:
+    """The lines of `text(x)` calls whose `x` is neither a literal nor a constant's name
+    (UPPER_CASE): SQL text built somewhere else and handed over, which the f-string walk
+    cannot see into."""
+    return [node.lineno for node in ast.walk(ast.parse(source)) if _is_text_call(node)
+            and node.args  # type: ignore[attr-defined]
+            and not isinstance(node.args[0], ast.Constant)  # type: ignore[attr-defined]
+            and not (isinstance(node.args[0], ast.Name)  # type: ignore[attr-defined]
+                     and node.args[0].id.isupper())]  # type: ignore[attr-defined]
+
+
+# db/sql.py is the template filler itself; the SDK's `sql()` runs the caller's own SQL.
+BUILDERS = {"authoric/db/sql.py", "authoric/sdk.py"}
+
+
+def test_every_text_the_platform_runs_is_a_constant_or_a_filled_template() -> None:
+    assert built_text_calls("text(VERSION)\ntext('SELECT 1')") == []
+    assert built_text_calls("q = f'SELECT {x}'\ntext(q)") == [2]
+    found = [f"{path.relative_to(PLATFORM)}:{line}" for path in sorted(PLATFORM.rglob("*.py"))
+             if str(path.relative_to(PLATFORM)) not in BUILDERS
+             for line in built_text_calls(path.read_text())]
+    assert found == []
+
+
+def test_a_string_in_ddl_is_one_literal_whatever_it_holds() -> None:
+    assert literal("it's") == "'it''s'"
+    assert isinstance(literal("x"), Sql)
 
 
 def test_a_name_with_a_quote_in_it_stays_one_identifier() -> None:

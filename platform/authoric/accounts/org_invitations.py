@@ -31,8 +31,9 @@ from authoric.accounts.mail_tokens import (
 from authoric.catalog.roles import ORG_MEMBERS
 from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
-from authoric.errors import Conflict, NotFound
-from authoric.tenancy.acting import Acting, parse_uid
+from authoric.errors import Conflict
+from authoric.tenancy.acting import Acting
+from authoric.tenancy.grants import OrgGrants
 from authoric.tenancy.service import app_and_org, known_roles
 
 
@@ -108,36 +109,14 @@ async def list_invitations(conn: AsyncConnection, org_uid: uuid.UUID) -> list[di
     return [_view(r) for r in rows]
 
 
-async def revoke(conn: AsyncConnection, org_uid: uuid.UUID, ref: str,
-                 who: Acting | None = None) -> dict[str, Any]:
-    """Delete the org's invitation `ref` (404 for any other); a member may revoke only one
-    whose roles lie within their grants. The invitation as it was, for the log."""
-    i = t.invitations
-    row = (await conn.execute(select(i).where(i.c.uid == parse_uid(ref, "invitation"),
-                                              i.c.org_uid == org_uid).with_for_update())).first()
-    if row is None:
-        raise NotFound("no such invitation", {"invitation": ref})
-    if who is not None:
-        who.within_grants(target=row.roles)
-    await conn.execute(delete(i).where(i.c.uid == row.uid))
-    return _view(row)
+# A member lists and revokes invitations as any grant of roles in the org (tenancy/grants.py).
+INVITATIONS = OrgGrants("invitation", ORG_MEMBERS, t.invitations, list_invitations, _view)
 
 
 async def member_invites(conn: AsyncConnection, who: Acting,
                          new: NewInvitation) -> tuple[dict[str, Any], str]:
-    who.require(ORG_MEMBERS, "create")
-    who.within_grants(requested=new.roles)
+    INVITATIONS.member_may_issue(who, new.roles)
     return await invite(conn, who.app_uid, who.org_uid, new, who.user_uid)
-
-
-async def member_lists(conn: AsyncConnection, who: Acting) -> list[dict[str, Any]]:
-    who.require(ORG_MEMBERS, "read_list")
-    return await list_invitations(conn, who.org_uid)
-
-
-async def member_revokes(conn: AsyncConnection, who: Acting, ref: str) -> dict[str, Any]:
-    who.require(ORG_MEMBERS, "delete")
-    return await revoke(conn, who.org_uid, ref, who)
 
 
 async def redeem(conn: AsyncConnection, app_uid: uuid.UUID, token: str) -> Any:
@@ -176,14 +155,3 @@ async def operator_invites(conn: AsyncConnection, app_ref: str, org_ref: str,
     app, org = await app_and_org(conn, app_ref, org_ref)
     invitation, token = await invite(conn, app["uid"], org.uid, new, None)
     return app, org, invitation, token
-
-
-async def operator_lists(conn: AsyncConnection, app_ref: str,
-                         org_ref: str) -> list[dict[str, Any]]:
-    _, org = await app_and_org(conn, app_ref, org_ref)
-    return await list_invitations(conn, org.uid)
-
-
-async def operator_revokes(conn: AsyncConnection, app_ref: str, org_ref: str, ref: str) -> None:
-    _, org = await app_and_org(conn, app_ref, org_ref)
-    await revoke(conn, org.uid, ref)

@@ -20,6 +20,7 @@ import logging
 import secrets
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -64,8 +65,10 @@ class _Resolved:
 class ApiKeys:
     """Keys resolved by hash, cached briefly, forgotten when their app's keys change."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, writing: Callable[[], None] = lambda: None) -> None:
         self.engine = engine
+        # Told of each lastUsedAt write this process starts (a metric; tests read it).
+        self.writing = writing
         # By the key as presented (as VerifiedTokens keeps tokens): a hit costs no hashing.
         self._resolved: dict[str, _Resolved] = {}
         self._touched: dict[uuid.UUID, float] = {}  # key uid → clock time of the last write
@@ -112,6 +115,7 @@ class ApiKeys:
         if len(self._touched) >= CACHE_SIZE:
             self._touched.pop(next(iter(self._touched)))
         self._touched[uid] = now
+        self.writing()
         task = asyncio.get_running_loop().create_task(self._write_last_used(uid, now))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

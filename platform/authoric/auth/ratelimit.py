@@ -28,7 +28,6 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.names import app_key
@@ -40,41 +39,44 @@ MAIL_CLIENT, MAIL_ACCOUNT = "mail_client", "mail_account"
 LOGIN, MAIL = (CLIENT, ACCOUNT), (MAIL_CLIENT, MAIL_ACCOUNT)  # (per client, per account)
 PURGE_BATCH = 1000
 
-# A counter's window opens at its first attempt and lasts :window seconds (database clock,
+# A counter's window opens at its first attempt and lasts $3 seconds (database clock,
 # shared by every replica); the first attempt after it opens the next one. Windows aligned to
 # the clock would let a burst straddle a boundary, and make "the N+1st attempt is refused"
 # depend on when the attempts started.
 # One attempt on the counter (app_uid, key), as the tail of an INSERT ... SELECT/VALUES.
+# The statements are fixed, run as written (`exec_driver_sql`), with the same numbered
+# parameters: $1 the app, $2 the counters' keys (or one key), $3 the window in seconds.
 _BUMP = """
     ON CONFLICT (app_uid, key) DO UPDATE
-    SET hits = CASE WHEN t.window_start > now() - make_interval(secs => CAST(:window AS integer))
+    SET hits = CASE WHEN t.window_start > now() - make_interval(secs => CAST($3 AS integer))
                     THEN t.hits + 1 ELSE 1 END,
         window_start = CASE WHEN t.window_start > now() - make_interval(
-                                 secs => CAST(:window AS integer))
+                                 secs => CAST($3 AS integer))
                             THEN t.window_start ELSE now() END
     RETURNING t.key, t.hits, CAST(ceil(extract(epoch FROM t.window_start - now()))
-                                  AS integer) + CAST(:window AS integer) AS retry
+                                  AS integer) + CAST($3 AS integer) AS retry
 """
 _COUNT = """
 WITH app AS (
     SELECT uid FROM {app_is}
 ), hit AS (
     INSERT INTO authoric.login_throttle AS t (app_uid, key, window_start, hits)
-    SELECT app.uid, v.key, now(), 1 FROM app, unnest(CAST(:keys AS bytea[])) AS v(key)
+    SELECT app.uid, v.key, now(), 1 FROM app, unnest(CAST($2 AS bytea[])) AS v(key)
 """ + _BUMP.replace("{", "{{").replace("}", "}}") + """)
 SELECT app.uid, hit.key, hit.hits, hit.retry FROM app LEFT JOIN hit ON true
 """
-_COUNT_BY_UID = text(_COUNT.format(app_is="authoric.apps WHERE uid = CAST(:app AS uuid)"))
-_COUNT_BY_NAME = text(_COUNT.format(app_is="authoric.apps WHERE name = :app"))
-_COUNT_ONE = text("INSERT INTO authoric.login_throttle AS t (app_uid, key, window_start, hits) "
-                  "VALUES (:app, :key, now(), 1)" + _BUMP)
+_COUNT_BY_UID = _COUNT.format(app_is="authoric.apps WHERE uid = CAST($1 AS uuid)")
+_COUNT_BY_NAME = _COUNT.format(app_is="authoric.apps WHERE name = $1")
+_COUNT_ONE = ("INSERT INTO authoric.login_throttle AS t (app_uid, key, window_start, hits) "
+              "VALUES ($1, $2, now(), 1)" + _BUMP)
 
-_PURGE = text("""
+# $1 the window in seconds, $2 how many rows at most.
+_PURGE = """
 DELETE FROM authoric.login_throttle WHERE ctid = ANY(ARRAY(
     SELECT ctid FROM authoric.login_throttle
-    WHERE window_start < now() - make_interval(secs => CAST(:window AS integer))
-    LIMIT :batch FOR UPDATE SKIP LOCKED))
-""")
+    WHERE window_start < now() - make_interval(secs => CAST($1 AS integer))
+    LIMIT $2 FOR UPDATE SKIP LOCKED))
+"""
 
 
 def _key(kind: str, subject: str) -> bytes:
@@ -123,8 +125,8 @@ class RateLimiter:
         if key is None:
             raise NotFound("no such app", {"app": app_ref})
         by_uid = isinstance(key, uuid.UUID)
-        rows = (await conn.execute(_COUNT_BY_UID if by_uid else _COUNT_BY_NAME, {
-            "app": key, "window": self.window, "keys": list(kind_of)})).all()
+        rows = (await conn.exec_driver_sql(_COUNT_BY_UID if by_uid else _COUNT_BY_NAME,
+                                           (key, list(kind_of), self.window))).all()
         if not rows:
             raise NotFound("no such app", {"app": app_ref})
         over = [(r.retry, kind_of[bytes(r.key)]) for r in rows
@@ -140,9 +142,8 @@ class RateLimiter:
         """Count one write refused by a unique value that a row the writer may not read holds
         (the member's uniqueness guesses, REST and import alike). Its own committed
         transaction, like a login attempt: the refused write itself rolls back."""
-        row = (await conn.execute(_COUNT_ONE, {
-            "app": app_uid, "window": self.window,
-            "key": _key(HIDDEN_CONFLICT, f"{user_uid}\x00{org_uid}")})).one()
+        row = (await conn.exec_driver_sql(_COUNT_ONE, (
+            app_uid, _key(HIDDEN_CONFLICT, f"{user_uid}\x00{org_uid}"), self.window))).one()
         over = HIDDEN_CONFLICT if row.hits > self.limits[HIDDEN_CONFLICT] else None
         return Verdict(app_uid, over, int(row.retry))
 
@@ -150,5 +151,5 @@ class RateLimiter:
         if time.monotonic() < self._next_purge:
             return
         self._next_purge = time.monotonic() + self.window
-        await conn.execute(_PURGE, {"window": self.window, "batch": PURGE_BATCH})
+        await conn.exec_driver_sql(_PURGE, (self.window, PURGE_BATCH))
 

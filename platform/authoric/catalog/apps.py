@@ -11,7 +11,7 @@ from email.utils import formataddr, parseaddr
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
-from sqlalchemy import delete, false, select, text, update
+from sqlalchemy import delete, false, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.schema import CreateSchema, DropSchema
@@ -27,6 +27,9 @@ from authoric.errors import Conflict, NotFound, ValidationFailed, invalid_body
 ORIGIN_PATTERN = (r"^(\*|[Hh][Tt][Tt][Pp][Ss]?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.~-]+)"
                   r"(:[0-9]{1,5})?)$")
 MAX_ORIGINS = 100
+
+# The relay listens on this channel (the payload: the app uid only), run as written.
+NOTIFY_POLICY = "SELECT pg_notify('authoric_policy', $1)"
 
 
 def _origin(value: str) -> str:
@@ -213,8 +216,13 @@ async def bump_version(conn: AsyncConnection, app_uid: uuid.UUID) -> None:
     """Mark the app's roles, members or tables as changed (caches and streams re-decide)."""
     await conn.execute(update(t.apps).where(t.apps.c.uid == app_uid)
                        .values(version=t.apps.c.version + 1))
-    # Streams on every replica re-judge from the next event; payload is the app uid only.
-    await conn.execute(text("SELECT pg_notify('authoric_policy', :app)"), {"app": str(app_uid)})
+    await notify_policy(conn, app_uid)
+
+
+async def notify_policy(conn: AsyncConnection, app_uid: uuid.UUID) -> None:
+    """Tell every process, once this transaction commits, that the app's roles, members,
+    keys or tables changed: streams on every replica re-judge from the next event."""
+    await conn.exec_driver_sql(NOTIFY_POLICY, (str(app_uid),))
 
 
 # App names that would shadow a platform path (`/admin`, `/console/`, `/docs`, `/openapi.json`).
@@ -253,8 +261,7 @@ async def delete_app(conn: AsyncConnection, ref: str) -> None:
     await conn.execute(DropSchema(schema_name(app["uid"]), cascade=True, if_exists=True))
     await conn.execute(delete(t.changes).where(t.changes.c.app_uid == app["uid"]))
     await conn.execute(delete(t.apps).where(t.apps.c.uid == app["uid"]))
-    await conn.execute(text("SELECT pg_notify('authoric_policy', :app)"),
-                       {"app": str(app["uid"])})
+    await notify_policy(conn, app["uid"])
 
 
 async def list_apps(conn: AsyncConnection) -> list[Any]:

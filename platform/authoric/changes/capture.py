@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import text
+from sqlalchemy import TextClause
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.catalog.schema import schema_name
-from authoric.db.sql import quoted
+from authoric.db.sql import Sql, literal, quoted, statement
 
 EVENTS = {"ins": "INSERT", "upd": "UPDATE", "del": "DELETE"}
 REFERENCING = {"ins": "NEW TABLE AS new_rows", "upd": "OLD TABLE AS old_rows NEW TABLE AS new_rows",
@@ -39,32 +39,42 @@ def sql_name(app_uid: uuid.UUID, table: str) -> str:
     return quoted(schema_name(app_uid), table)
 
 
-def capture_ddl(app_uid: uuid.UUID, table: str, soft_delete: bool, on: bool) -> list[str]:
+def capture_ddl(app_uid: uuid.UUID, table: str, soft_delete: bool,
+                on: bool) -> list[TextClause]:
     """The statements that install (or remove) a table's capture triggers; names come from
     the catalog only."""
-    target = sql_name(app_uid, table)
+    target = (schema_name(app_uid), table)
+    # The trigger functions' arguments: DDL binds no parameters, so they are literals.
+    app, name = literal(str(app_uid)), literal(table)
     out = []
     if on:  # a SQL writer may omit `uid`, as the platform's rows have one (a UUIDv7)
-        out.append(f"ALTER TABLE {target} ALTER COLUMN uid SET DEFAULT authoric.uuid_v7()")
+        out.append(statement("ALTER TABLE {target} ALTER COLUMN uid SET DEFAULT "
+                             "authoric.uuid_v7()", target=target))
     for short, event in EVENTS.items():
-        out.append(f"DROP TRIGGER IF EXISTS authoric_capture_{short} ON {target}")
+        trigger = "authoric_capture_" + short
+        out.append(statement("DROP TRIGGER IF EXISTS {trigger} ON {target}",
+                             trigger=trigger, target=target))
         if on:
-            out.append(
-                f"CREATE TRIGGER authoric_capture_{short} AFTER {event} ON {target} "
-                f"REFERENCING {REFERENCING[short]} FOR EACH STATEMENT EXECUTE FUNCTION "
-                f"authoric.capture_sql_writes('{app_uid}', '{table}', "
-                f"'{'soft' if soft_delete else 'hard'}')")
+            out.append(statement(
+                "CREATE TRIGGER {trigger} AFTER {event} ON {target} REFERENCING {referencing} "
+                "FOR EACH STATEMENT EXECUTE FUNCTION "
+                "authoric.capture_sql_writes({app}, {name}, {mode})",
+                trigger=trigger, event=Sql(event), target=target,
+                referencing=Sql(REFERENCING[short]), app=app, name=name,
+                mode=literal("soft" if soft_delete else "hard")))
     # TRUNCATE has no transition tables: every org of the app resyncs (migration 0009).
-    out.append(f"DROP TRIGGER IF EXISTS authoric_capture_trunc ON {target}")
+    out.append(statement("DROP TRIGGER IF EXISTS authoric_capture_trunc ON {target}",
+                         target=target))
     if on:
-        out.append(f"CREATE TRIGGER authoric_capture_trunc AFTER TRUNCATE ON {target} "
-                   "FOR EACH STATEMENT EXECUTE FUNCTION "
-                   f"authoric.capture_sql_truncate('{app_uid}', '{table}')")
+        out.append(statement(
+            "CREATE TRIGGER authoric_capture_trunc AFTER TRUNCATE ON {target} "
+            "FOR EACH STATEMENT EXECUTE FUNCTION authoric.capture_sql_truncate({app}, {name})",
+            target=target, app=app, name=name))
     return out
 
 
 async def set_capture(conn: AsyncConnection, app_uid: uuid.UUID, table: str, soft_delete: bool,
                       on: bool) -> None:
     """Install (or remove) the capture triggers of a table, in the caller's transaction."""
-    for statement in capture_ddl(app_uid, table, soft_delete, on):
-        await conn.execute(text(statement))
+    for ddl in capture_ddl(app_uid, table, soft_delete, on):
+        await conn.execute(ddl)

@@ -11,7 +11,6 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from authoric.db import tables as t
@@ -67,20 +66,26 @@ async def rename_in_old_images(conn: AsyncConnection, app_uid: uuid.UUID, table:
         moved=Sql(moved), additions=Sql(additions)), params)
 
 
+# Fixed statements, run as written (`exec_driver_sql`), their parameters numbered.
+# The old images of table $2 of app $1 that hold column $3, and its value there as text.
+OLD_VALUES = (
+    "SELECT id, old_row ->> CAST($3 AS text) AS v FROM authoric.changes "
+    "WHERE app_uid = $1 AND table_name = $2 AND old_row ->> CAST($3 AS text) IS NOT NULL")
+# Column $1 of the old images $2 (ids) set to the values $3 (JSON texts), pairwise.
+CONVERTED_VALUES = (
+    "UPDATE authoric.changes c SET old_row = jsonb_set(c.old_row, ARRAY[CAST($1 AS text)], "
+    "v.value) FROM unnest(CAST($2 AS bigint[]), CAST($3 AS jsonb[])) AS v(id, value) "
+    "WHERE c.id = v.id")
+
+
 async def convert_old_images(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
                              column: str, convert: Callable[[str], Any]) -> None:
     """Old images hold `column` as its old type rendered it; `convert` gives each stored
     value (as `->>` reads it) as the new type renders it. One read and one UPDATE, however
     many images."""
-    images = (await conn.execute(text(
-        "SELECT id, old_row ->> CAST(:col AS text) AS v FROM authoric.changes "
-        "WHERE app_uid = :app AND table_name = :table AND old_row ->> CAST(:col AS text) IS NOT NULL"),
-        {"app": app_uid, "table": table, "col": column})).all()
+    images = (await conn.exec_driver_sql(OLD_VALUES, (app_uid, table, column))).all()
     if not images:
         return
-    await conn.execute(text(
-        "UPDATE authoric.changes c SET old_row = jsonb_set(c.old_row, ARRAY[CAST(:col AS text)], "
-        "v.value) FROM unnest(CAST(:ids AS bigint[]), CAST(:values AS jsonb[])) AS v(id, value) "
-        "WHERE c.id = v.id"),
-        {"col": column, "ids": [image.id for image in images],
-         "values": [json.dumps(convert(image.v)) for image in images]})
+    await conn.exec_driver_sql(CONVERTED_VALUES, (
+        column, [image.id for image in images],
+        [json.dumps(convert(image.v)) for image in images]))

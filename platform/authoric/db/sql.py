@@ -3,7 +3,8 @@
 Statements that SQLAlchemy Core can build are built with it. The rest (DDL that names an
 app's schema, tables, columns, constraints and indexes) are constant templates whose only
 holes are identifiers: `statement()` fills them, every identifier quoted by `quoted()`, the
-one function that quotes a name. Values are never pasted: they are bound (`:name`)."""
+one function that quotes a name. Values are never pasted: they are bound (`:name`), except
+in DDL, which binds nothing: there `literal()` quotes them."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ class Sql(str):
 def quoted(*parts: str) -> Sql:
     """One identifier, or a dotted name (`schema`, `table`), quoted as PostgreSQL reads it."""
     return Sql(".".join('"' + part.replace('"', '""') + '"' for part in parts))
+
+
+def literal(value: str) -> Sql:
+    """A string constant, for the one place a value cannot be bound: DDL (a trigger's
+    arguments). Quoted as PostgreSQL reads it with standard_conforming_strings (its default)."""
+    return Sql("'" + value.replace("'", "''") + "'")
 
 
 def joined(fragments: list[Sql] | list[str], separator: str = ", ") -> Sql:

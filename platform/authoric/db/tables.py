@@ -269,17 +269,21 @@ webhook_deliveries = Table(
 )
 
 
+def _roles_granted_in_org(secret_hash: str) -> list[Column[object]]:
+    """A grant of roles in one org (an API key, an invitation), carried by a secret of which
+    only the SHA-256 is kept, under `secret_hash`: unique, the grant is found by it."""
+    return [Column("uid", UUID(as_uuid=True), primary_key=True), _app_uid(), _org_uid(),
+            Column("roles", ARRAY(Text), nullable=False),
+            Column(secret_hash, LargeBinary, nullable=False, unique=True)]
+
+
 # API keys (section 3b): a key acts in one org with its roles, as a member would. Only the
 # SHA-256 of the key is kept; a request finds its key by that hash through the unique index.
 # Revoking deletes the row, so the request path's guard (plan/guard.py) refuses it at once.
 api_keys = Table(
     "api_keys", metadata,
-    Column("uid", UUID(as_uuid=True), primary_key=True),
-    _app_uid(),
-    _org_uid(),
+    *_roles_granted_in_org("key_hash"),
     Column("name", Text, nullable=False),
-    Column("roles", ARRAY(Text), nullable=False),
-    Column("key_hash", LargeBinary, nullable=False, unique=True),
     _created(),
     Column("expires_at", DateTime(timezone=True)),
     Column("last_used_at", DateTime(timezone=True)),
@@ -291,13 +295,9 @@ api_keys = Table(
 # as its SHA-256 and accepting deletes the row in the statement that checks it.
 invitations = Table(
     "invitations", metadata,
-    Column("uid", UUID(as_uuid=True), primary_key=True),
-    _app_uid(),
-    _org_uid(),
+    *_roles_granted_in_org("token_hash"),
     Column("email", Text, nullable=False),
-    Column("roles", ARRAY(Text), nullable=False),
     Column("invited_by", UUID(as_uuid=True)),
-    Column("token_hash", LargeBinary, nullable=False, unique=True),
     _created(),
     Column("expires_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("org_uid", "email"),

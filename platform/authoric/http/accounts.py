@@ -4,7 +4,7 @@ client address and per email before anything else (auth.ratelimit, MAIL counters
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
@@ -23,20 +23,13 @@ from authoric.accounts.models import (
 from authoric.accounts.orgs import create_member_org
 from authoric.auth.ratelimit import MAIL
 from authoric.catalog.apps import find_app
-from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
+from authoric.http.bodies import ERROR_RESPONSES, Body, TypedRoute
 from authoric.http.context import Services, services
 from authoric.http.sessions import throttle
 from authoric.mail.postbox import Postbox
 
 router = APIRouter(tags=["accounts"], route_class=TypedRoute, responses=ERROR_RESPONSES)
 
-SignUpBody = Annotated[SignUp, Depends(body_of(SignUp))]
-EmailBody = Annotated[EmailAddress, Depends(body_of(EmailAddress))]
-MailedTokenBody = Annotated[MailedToken, Depends(body_of(MailedToken))]
-PasswordResetBody = Annotated[PasswordReset, Depends(body_of(PasswordReset))]
-PasswordChangeBody = Annotated[PasswordChange, Depends(body_of(PasswordChange))]
-SwitchOrgBody = Annotated[SwitchOrg, Depends(body_of(SwitchOrg))]
-NewMemberOrgBody = Annotated[NewMemberOrg, Depends(body_of(NewMemberOrg))]
 ACCEPTED = {"status": "accepted"}
 
 
@@ -71,7 +64,7 @@ def mail_committed(svc: Services) -> None:
 
 
 @router.post("/{app}/auth/signup", status_code=202)
-async def sign_up(request: Request, app: str, body: SignUpBody) -> JSONResponse:
+async def sign_up(request: Request, app: str, body: Body[SignUp]) -> JSONResponse:
     svc = services(request)
     async with svc.password_work:
         await throttle(request, app, body.normalized_email, MAIL)
@@ -82,7 +75,7 @@ async def sign_up(request: Request, app: str, body: SignUpBody) -> JSONResponse:
 
 
 @router.post("/{app}/auth/verify")
-async def verify(request: Request, app: str, body: MailedTokenBody) -> dict[str, Any]:
+async def verify(request: Request, app: str, body: Body[MailedToken]) -> dict[str, Any]:
     await throttle(request, app, None, MAIL)
     svc = services(request)
     async with svc.tx() as conn:
@@ -90,7 +83,7 @@ async def verify(request: Request, app: str, body: MailedTokenBody) -> dict[str,
 
 
 @router.post("/{app}/auth/verify/resend", status_code=202)
-async def resend(request: Request, app: str, body: EmailBody) -> dict[str, Any]:
+async def resend(request: Request, app: str, body: Body[EmailAddress]) -> dict[str, Any]:
     await throttle(request, app, body.normalized_email, MAIL)
     svc = services(request)
     async with svc.tx() as conn:
@@ -101,7 +94,7 @@ async def resend(request: Request, app: str, body: EmailBody) -> dict[str, Any]:
 
 
 @router.post("/{app}/auth/password/forgot", status_code=202)
-async def forgot(request: Request, app: str, body: EmailBody) -> dict[str, Any]:
+async def forgot(request: Request, app: str, body: Body[EmailAddress]) -> dict[str, Any]:
     await throttle(request, app, body.normalized_email, MAIL)
     svc = services(request)
     async with svc.tx() as conn:
@@ -111,7 +104,7 @@ async def forgot(request: Request, app: str, body: EmailBody) -> dict[str, Any]:
 
 
 @router.post("/{app}/auth/password/reset")
-async def reset(request: Request, app: str, body: PasswordResetBody) -> dict[str, Any]:
+async def reset(request: Request, app: str, body: Body[PasswordReset]) -> dict[str, Any]:
     svc = services(request)
     async with svc.password_work:
         await throttle(request, app, None, MAIL)
@@ -120,7 +113,7 @@ async def reset(request: Request, app: str, body: PasswordResetBody) -> dict[str
 
 
 @router.post("/{app}/auth/password", status_code=204, dependencies=[Depends(signed_bearer)])
-async def change_password(request: Request, app: str, body: PasswordChangeBody) -> Response:
+async def change_password(request: Request, app: str, body: Body[PasswordChange]) -> Response:
     svc = services(request)
     async with svc.password_work, svc.tx() as conn:
         caller = await account_caller(conn, svc.tokens, request.headers.get("authorization"), app)
@@ -137,7 +130,7 @@ async def me(request: Request, app: str) -> dict[str, Any]:
 
 
 @router.post("/{app}/auth/switch", dependencies=[Depends(signed_bearer)])
-async def switch(request: Request, app: str, body: SwitchOrgBody) -> dict[str, Any]:
+async def switch(request: Request, app: str, body: Body[SwitchOrg]) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:
         caller = await account_caller(conn, svc.tokens, request.headers.get("authorization"), app)
@@ -163,7 +156,7 @@ async def end_session(request: Request, app: str, session: str) -> Response:
 
 
 @router.post("/{app}/orgs", status_code=201, dependencies=[Depends(signed_bearer)])
-async def create_org(request: Request, app: str, body: NewMemberOrgBody) -> dict[str, Any]:
+async def create_org(request: Request, app: str, body: Body[NewMemberOrg]) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:
         caller = await account_caller(conn, svc.tokens, request.headers.get("authorization"), app)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel
@@ -28,7 +28,7 @@ from authoric.http.answers import (
     UserView,
     declared,
 )
-from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
+from authoric.http.bodies import ERROR_RESPONSES, Body, TypedRoute
 from authoric.http.context import Services, services
 from authoric.tables import definitions
 from authoric.tables.conversions import conversion_table
@@ -69,18 +69,6 @@ async def _deleted(request: Request, service: Callable[..., Awaitable[Any]], *ar
     return Response(status_code=204)
 
 
-# Request bodies, parsed after the admin token is checked.
-NewAppBody = Annotated[NewApp, Depends(body_of(NewApp))]
-AppChangeBody = Annotated[AppChange, Depends(body_of(AppChange))]
-NewTableBody = Annotated[TableDef, Depends(body_of(TableDef))]
-TableChangeBody = Annotated[TableChange, Depends(body_of(TableChange))]
-NewOrgBody = Annotated[NewOrg, Depends(body_of(NewOrg))]
-NewUserBody = Annotated[NewUser, Depends(body_of(NewUser))]
-MembershipBody = Annotated[Membership, Depends(body_of(Membership))]
-RoleBody = Annotated[RoleDef, Depends(body_of(RoleDef))]
-IndexBody = Annotated[IndexSpec, Depends(body_of(IndexSpec))]
-
-
 class ColumnTypes(BaseModel):
     """The column types a table may use, and the conversions a column may make between them."""
 
@@ -95,7 +83,7 @@ async def column_types() -> ColumnTypes:
 
 
 @router.post("/apps", status_code=201, response_model=AppView)
-async def create_app(request: Request, body: NewAppBody) -> dict[str, Any]:
+async def create_app(request: Request, body: Body[NewApp]) -> dict[str, Any]:
     return apps.public_app(await _call(request, apps.create_app, body))
 
 
@@ -110,7 +98,7 @@ async def get_app(request: Request, app: str) -> dict[str, Any]:
 
 
 @router.patch("/apps/{app}", response_model=AppView)
-async def patch_app(request: Request, app: str, body: AppChangeBody) -> dict[str, Any]:
+async def patch_app(request: Request, app: str, body: Body[AppChange]) -> dict[str, Any]:
     return apps.public_app(await _call(request, apps.patch_app, app, body))
 
 
@@ -121,7 +109,7 @@ async def delete_app(request: Request, app: str) -> Response:
 
 @router.post("/apps/{app}/tables", status_code=201, response_model=None,
              responses=declared(201, TableView))
-async def create_table(request: Request, app: str, body: NewTableBody) -> dict[str, Any]:
+async def create_table(request: Request, app: str, body: Body[TableDef]) -> dict[str, Any]:
     return (await _call(request, definitions.create_table, app, body)).public()
 
 
@@ -139,7 +127,7 @@ async def get_table(request: Request, app: str, table: str) -> dict[str, Any]:
 @router.patch("/apps/{app}/tables/{table}", response_model=None,
               responses=declared(200, TableView))
 async def patch_table(request: Request, app: str, table: str,
-                      body: TableChangeBody) -> dict[str, Any]:
+                      body: Body[TableChange]) -> dict[str, Any]:
     return await _call(request, definitions.patch_table, app, table, body)
 
 
@@ -151,7 +139,7 @@ async def delete_table(request: Request, app: str, table: str) -> Response:
 @router.put("/apps/{app}/tables/{table}/indexes/{name}", status_code=202, response_model=None,
             responses=declared(202, IndexView))
 async def put_index(request: Request, app: str, table: str, name: str,
-                    body: IndexBody) -> dict[str, Any]:
+                    body: Body[IndexSpec]) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:
         app_uid, view, start = await definitions.put_index(conn, app, table, name, body)
@@ -183,7 +171,7 @@ async def delete_index(request: Request, app: str, table: str, name: str) -> Res
 
 @router.post("/apps/{app}/orgs", status_code=201, response_model=None,
              responses=declared(201, OrgView))
-async def create_org(request: Request, app: str, body: NewOrgBody) -> dict[str, Any]:
+async def create_org(request: Request, app: str, body: Body[NewOrg]) -> dict[str, Any]:
     return await _call(request, tenancy.create_org, app, body)
 
 
@@ -200,7 +188,7 @@ async def delete_org(request: Request, app: str, org: str) -> Response:
 
 @router.post("/apps/{app}/users", status_code=201, response_model=None,
              responses=declared(201, UserView))
-async def create_user(request: Request, app: str, body: NewUserBody) -> dict[str, Any]:
+async def create_user(request: Request, app: str, body: Body[NewUser]) -> dict[str, Any]:
     return await _call(request, tenancy.create_user, app, body)
 
 
@@ -218,7 +206,7 @@ async def delete_user(request: Request, app: str, user: str) -> Response:
 @router.put("/apps/{app}/orgs/{org}/members/{user}", response_model=None,
              responses=declared(200, MemberSet))
 async def put_member(request: Request, app: str, org: str, user: str,
-                     body: MembershipBody) -> dict[str, Any]:
+                     body: Body[Membership]) -> dict[str, Any]:
     return await _call(request, tenancy.put_member, app, org, user, body)
 
 
@@ -242,7 +230,7 @@ async def delete_member(request: Request, app: str, org: str, user: str) -> Resp
 
 @router.put("/apps/{app}/roles/{role}", response_model=None,
             responses=declared(200, RoleView))
-async def put_role(request: Request, app: str, role: str, body: RoleBody) -> dict[str, Any]:
+async def put_role(request: Request, app: str, role: str, body: Body[RoleDef]) -> dict[str, Any]:
     return await _call(request, tenancy.put_role, app, role, body)
 
 
@@ -263,35 +251,33 @@ async def delete_role(request: Request, app: str, role: str) -> Response:
 
 
 # An org's API keys (section 3b), the operator's way.
-NewKeyBody = Annotated[NewKey, Depends(body_of(NewKey))]
 
 
 @router.post("/apps/{app}/orgs/{org}/keys", status_code=201, response_model=None,
              responses=declared(201, CreatedKey))
-async def create_key(request: Request, app: str, org: str, body: NewKeyBody) -> dict[str, Any]:
+async def create_key(request: Request, app: str, org: str, body: Body[NewKey]) -> dict[str, Any]:
     return await _call(request, keys.operator_creates_key, app, org, body)
 
 
 @router.get("/apps/{app}/orgs/{org}/keys", response_model=None,
             responses=declared(200, KeyList))
 async def list_keys(request: Request, app: str, org: str) -> dict[str, Any]:
-    return await _listed(request, keys.operator_lists_keys, app, org)
+    return await _listed(request, keys.KEYS.operator_lists, app, org)
 
 
 @router.delete("/apps/{app}/orgs/{org}/keys/{key}", status_code=204)
 async def delete_key(request: Request, app: str, org: str, key: str) -> Response:
-    return await _deleted(request, keys.operator_revokes_key, app, org, key)
+    return await _deleted(request, keys.KEYS.operator_revokes, app, org, key)
 
 
 # An org's invitations (section 3a), the operator's way: the console sends, resends (the same
 # address again) and revokes them.
-NewInvitationBody = Annotated[NewInvitation, Depends(body_of(NewInvitation))]
 
 
 @router.post("/apps/{app}/orgs/{org}/invitations", status_code=201, response_model=None,
              responses=declared(201, InvitationView))
 async def create_invitation(request: Request, app: str, org: str,
-                            body: NewInvitationBody) -> dict[str, Any]:
+                            body: Body[NewInvitation]) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:
         app_row, org_row, invitation, token = await invitations.operator_invites(
@@ -305,9 +291,9 @@ async def create_invitation(request: Request, app: str, org: str,
 @router.get("/apps/{app}/orgs/{org}/invitations", response_model=None,
             responses=declared(200, InvitationList))
 async def list_invitations(request: Request, app: str, org: str) -> dict[str, Any]:
-    return await _listed(request, invitations.operator_lists, app, org)
+    return await _listed(request, invitations.INVITATIONS.operator_lists, app, org)
 
 
 @router.delete("/apps/{app}/orgs/{org}/invitations/{invitation}", status_code=204)
 async def delete_invitation(request: Request, app: str, org: str, invitation: str) -> Response:
-    return await _deleted(request, invitations.operator_revokes, app, org, invitation)
+    return await _deleted(request, invitations.INVITATIONS.operator_revokes, app, org, invitation)

@@ -1,9 +1,9 @@
 """`/{app}/autocrud/{table}`: the generic REST API over each user table.
 
 The edge: every route reads its whole body before any database work, parses the request once
-into a `TableRequest` (http/edge.py), and hands it to the pipeline (`Services.run`: token →
-facts → gate → plan → one statement, records/pipeline.py), which answers a part that did not
-parse at the contract's step. Routes hold no SQL and no policy.
+into a `TableRequest` (http/edge.py), and hands it to the pipeline (callers.py `Callers.run`:
+token → facts → gate → plan → one statement, records/pipeline.py), which answers a part that
+did not parse at the contract's step. Routes hold no SQL and no policy.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ ROW_PATH = TABLE_PATH + "/{uid}"
 async def governed(request: Request, app: str, table: str,
                    action: str) -> AsyncIterator[tuple[ConnectionExecutor, Access]]:
     """A transaction and the caller's admitted access to `table` for `action`."""
-    async with services(request).member_transaction(
+    async with services(request).callers.member_transaction(
             request.headers.get("authorization"), app) as caller:
         yield caller.ex, caller.admit(table, action)
 
@@ -45,7 +45,7 @@ async def governed(request: Request, app: str, table: str,
 async def run(request: Request, operation: Operation, path: dict[str, str],
               raw: bytes | None = None) -> Any:
     """The route's request, parsed once at the edge and run through the pipeline."""
-    return await services(request).run(request.headers.get("authorization"),
+    return await services(request).callers.run(request.headers.get("authorization"),
                                        table_request(request, operation, path, raw))
 
 
@@ -59,8 +59,8 @@ async def list_rows(request: Request, app: str, table: str) -> Response:
     path = {"app": app, "table": table}
     if accepts(request.headers.get("accept"), CSV):
         parsed = table_request(request, "export", path)
-        rows, name = await services(request).export(request.headers.get("authorization"),
-                                                    parsed)
+        rows, name = await services(request).callers.export(
+            request.headers.get("authorization"), parsed)
         return StreamingResponse(rows, media_type="text/csv; charset=utf-8", headers={
             "Content-Disposition": f'attachment; filename="{name}.csv"'})
     return answer(await run(request, "list", path))
@@ -114,12 +114,12 @@ async def import_rows(request: Request, app: str, table: str) -> Response:
     # connection), and the import transaction admits the caller again (roles may change).
     svc, header = services(request), request.headers.get("authorization")
     parsed = table_request(request, "import", {"app": app, "table": table})
-    async with svc.member_transaction(header, app) as caller:
+    async with svc.callers.member_transaction(header, app) as caller:
         admitted(caller, parsed)
     spool = await csv_import.spool_body(request.stream())
     try:
         async with csv_import.time_budget(svc.settings.import_time_budget):
-            return answer(await svc.transacted(
+            return answer(await svc.callers.transacted(
                 header, app, lambda caller: execute(caller, parsed, spool)), 201)
     finally:
         spool.close()

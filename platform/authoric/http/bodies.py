@@ -1,9 +1,11 @@
 """Typed request bodies: JSON parsed straight into a Pydantic model, and declared in OpenAPI.
 
-A route takes its body as a parameter typed `Annotated[Model, Depends(body_of(Model))]`. The
-dependency runs after the router's own dependencies (the admin token check), so a caller
-without credentials gets 401 whatever it sends. (FastAPI's own body parameters would read the
-body before any dependency, and answer 422 for a wrong content type.) It answers:
+A route takes its body as a parameter typed `Body[Model]`, which stands for
+`Annotated[Model, Depends(body_of(Model))]`: the model to a type checker, and to FastAPI a
+dependency that parses it. The dependency runs after the router's own dependencies (the admin
+token check), so a caller without credentials gets 401 whatever it sends. (FastAPI's own body
+parameters would read the body before any dependency, and answer 422 for a wrong content
+type.) It answers:
 - 415 `UNSUPPORTED_MEDIA_TYPE` for a content type other than application/json;
 - 400 `BAD_REQUEST` for bytes that are not JSON, or JSON nested deeper than the parser goes;
 - 422 `VALIDATION_FAILED` for JSON of the wrong shape (wrong types, unknown or missing fields),
@@ -18,9 +20,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from functools import cache
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-from fastapi import Request
+from fastapi import Depends, Request
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
@@ -67,6 +70,20 @@ def body_of(model: type[M]) -> Callable[[Request], Awaitable[M]]:
 
     typed_body.body_model = model  # type: ignore[attr-defined]  # read by TypedRoute
     return typed_body
+
+
+if TYPE_CHECKING:
+    Body = Annotated[M, "the request body, parsed by body_of"]
+else:
+    class Body:
+        """`Body[Model]`: a route parameter that is the request body parsed as `Model`."""
+
+        def __class_getitem__(cls, model: type[BaseModel]) -> Any:
+            return _parsed(model)
+
+    @cache  # one dependency a model, however many routes take it
+    def _parsed(model: type[BaseModel]) -> Any:
+        return Annotated[model, Depends(body_of(model))]
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {

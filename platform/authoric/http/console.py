@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -25,7 +25,7 @@ from authoric.console.rows import AdminTable
 from authoric.http.admin import require_admin
 from authoric.http.admin_audit import audited_by_route
 from authoric.http.answers import declared
-from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of, csv_body, row_body
+from authoric.http.bodies import ERROR_RESPONSES, Body, TypedRoute, csv_body, row_body
 from authoric.http.context import services
 from authoric.http.edge import RESERVED_PARAMS, table_request
 from authoric.plan.guard import until_held
@@ -37,8 +37,6 @@ router = APIRouter(prefix="/admin/apps/{app}", tags=["console"],
                    dependencies=[Depends(require_admin), Depends(audited_by_route)],
                    route_class=TypedRoute, responses=ERROR_RESPONSES)
 # Typed bodies, parsed after the admin token is checked. (Row bodies are the table's own.)
-ImpersonationBody = Annotated[ImpersonationRequest, Depends(body_of(ImpersonationRequest))]
-PreviewBody = Annotated[PreviewRequest, Depends(body_of(PreviewRequest))]
 ROWS = "/tables/{table}/rows"
 # A row uid in the path must parse as one, so `.../rows/subscribe` stays the feed's.
 ROW = ROWS + "/{uid:uuid}"
@@ -137,7 +135,7 @@ async def delete_row(request: Request, app: str, table: str, uid: uuid.UUID) -> 
 
 
 @router.post("/impersonate", response_model=None, responses=declared(200, AccessToken))
-async def impersonate(request: Request, app: str, body: ImpersonationBody) -> dict[str, Any]:
+async def impersonate(request: Request, app: str, body: Body[ImpersonationRequest]) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:
         app_uid = (await find_app(conn, app))["uid"]
@@ -146,7 +144,7 @@ async def impersonate(request: Request, app: str, body: ImpersonationBody) -> di
 
 @router.post("/roles/{role}/preview", response_model=None,
              responses=declared(200, Preview))
-async def preview_role(request: Request, app: str, role: str, body: PreviewBody) -> dict[str, Any]:
+async def preview_role(request: Request, app: str, role: str, body: Body[PreviewRequest]) -> dict[str, Any]:
     svc = services(request)
     async with svc.tx() as conn:
         app_row = await find_app(conn, app)

@@ -9,9 +9,9 @@ its audit entry, naming the member as its actor, commits with it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -24,20 +24,17 @@ from authoric.auth.ratelimit import MAIL
 from authoric.catalog.apps import find_app
 from authoric.console import audit
 from authoric.http.accounts import mail_committed, postbox, signed_bearer
-from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
+from authoric.http.bodies import ERROR_RESPONSES, Body, TypedRoute
 from authoric.http.context import services
 from authoric.http.sessions import throttle
 from authoric.tenancy import keys, org_members
 from authoric.tenancy.acting import Acting, acting
+from authoric.tenancy.grants import OrgGrants
 from authoric.tenancy.keys import NewKey
 from authoric.tenancy.models import Membership
 
 router = APIRouter(tags=["org"], route_class=TypedRoute, responses=ERROR_RESPONSES)
 
-MembershipBody = Annotated[Membership, Depends(body_of(Membership))]
-NewKeyBody = Annotated[NewKey, Depends(body_of(NewKey))]
-NewInvitationBody = Annotated[NewInvitation, Depends(body_of(NewInvitation))]
-AcceptBody = Annotated[AcceptInvitation, Depends(body_of(AcceptInvitation))]
 
 
 @asynccontextmanager
@@ -56,22 +53,18 @@ async def _record(conn: AsyncConnection, who: Acting, action: str, target: str,
     await audit.record(conn, who.app_uid, action, target, details, who.actor)
 
 
-Lists = Callable[[AsyncConnection, Acting], Awaitable[list[dict[str, Any]]]]
-Revokes = Callable[[AsyncConnection, Acting, str], Awaitable[dict[str, Any]]]
-
-
-async def _listed(request: Request, app: str, lists: Lists) -> dict[str, Any]:
+async def _listed(request: Request, app: str, grants: OrgGrants) -> dict[str, Any]:
     """The org's keys or invitations, as the calling member may read them."""
     async with as_member(request, app) as (conn, who):
-        return {"items": await lists(conn, who)}
+        return {"items": await grants.member_lists(conn, who)}
 
 
-async def _revoked(request: Request, app: str, revokes: Revokes, kind: str,
-                   ref: str) -> Response:
+async def _revoked(request: Request, app: str, grants: OrgGrants, ref: str) -> Response:
     """Revoke one of the org's keys or invitations as the calling member, and log it
-    (`{kind}.delete` on `orgs/{org}/{kind}s/{ref}`) in the same transaction."""
+    (`{noun}.delete` on `orgs/{org}/{noun}s/{ref}`) in the same transaction."""
+    kind = grants.noun
     async with as_member(request, app, writes=True) as (conn, who):
-        revoked = await revokes(conn, who, ref)
+        revoked = await grants.member_revokes(conn, who, ref)
         await _record(conn, who, f"{kind}.delete", f"orgs/{who.org_uid}/{kind}s/{ref}", revoked)
     return Response(status_code=204)
 
@@ -85,7 +78,7 @@ async def list_members(request: Request, app: str, limit: str | None = None,
 
 @router.put("/{app}/org/members/{user}", dependencies=[Depends(signed_bearer)])
 async def put_member(request: Request, app: str, user: str,
-                     body: MembershipBody) -> dict[str, Any]:
+                     body: Body[Membership]) -> dict[str, Any]:
     async with as_member(request, app, user, writes=True) as (conn, who):
         membership = await org_members.change_roles(conn, who, user, body.roles)
         await _record(conn, who, "member.put", f"orgs/{who.org_uid}/members/{user}", membership)
@@ -101,7 +94,7 @@ async def delete_member(request: Request, app: str, user: str) -> Response:
 
 
 @router.post("/{app}/org/keys", status_code=201, dependencies=[Depends(signed_bearer)])
-async def create_key(request: Request, app: str, body: NewKeyBody) -> dict[str, Any]:
+async def create_key(request: Request, app: str, body: Body[NewKey]) -> dict[str, Any]:
     async with as_member(request, app, writes=True) as (conn, who):
         created = await keys.member_creates_key(conn, who, body)
         await _record(conn, who, "key.create", f"orgs/{who.org_uid}/keys/{created['uid']}",
@@ -111,17 +104,17 @@ async def create_key(request: Request, app: str, body: NewKeyBody) -> dict[str, 
 
 @router.get("/{app}/org/keys")
 async def list_keys(request: Request, app: str) -> dict[str, Any]:
-    return await _listed(request, app, keys.member_lists_keys)
+    return await _listed(request, app, keys.KEYS)
 
 
 @router.delete("/{app}/org/keys/{key}", status_code=204)
 async def delete_key(request: Request, app: str, key: str) -> Response:
-    return await _revoked(request, app, keys.member_revokes_key, "key", key)
+    return await _revoked(request, app, keys.KEYS, key)
 
 
 @router.post("/{app}/org/invitations", status_code=201, dependencies=[Depends(signed_bearer)])
 async def create_invitation(request: Request, app: str,
-                            body: NewInvitationBody) -> dict[str, Any]:
+                            body: Body[NewInvitation]) -> dict[str, Any]:
     svc = services(request)
     async with as_member(request, app, writes=True) as (conn, who):
         invitation, token = await invitations.member_invites(conn, who, body)
@@ -143,16 +136,16 @@ async def send_invitation(request: Request, conn: AsyncConnection, app_uid: Any,
 
 @router.get("/{app}/org/invitations")
 async def list_invitations(request: Request, app: str) -> dict[str, Any]:
-    return await _listed(request, app, invitations.member_lists)
+    return await _listed(request, app, invitations.INVITATIONS)
 
 
 @router.delete("/{app}/org/invitations/{invitation}", status_code=204)
 async def delete_invitation(request: Request, app: str, invitation: str) -> Response:
-    return await _revoked(request, app, invitations.member_revokes, "invitation", invitation)
+    return await _revoked(request, app, invitations.INVITATIONS, invitation)
 
 
 @router.post("/{app}/auth/invitations/accept")
-async def accept(request: Request, app: str, body: AcceptBody) -> dict[str, Any]:
+async def accept(request: Request, app: str, body: Body[AcceptInvitation]) -> dict[str, Any]:
     await throttle(request, app, None, MAIL)
     svc = services(request)
     header = request.headers.get("authorization")

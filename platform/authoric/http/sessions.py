@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Request, Response
 
 from authoric.auth import sessions
 from authoric.auth.credentials import Login, RefreshToken
 from authoric.auth.ratelimit import LOGIN
 from authoric.catalog.apps import find_app
-from authoric.http.bodies import ERROR_RESPONSES, TypedRoute, body_of
+from authoric.http.bodies import ERROR_RESPONSES, Body, TypedRoute
 from authoric.http.context import services
 
 router = APIRouter(tags=["sessions"], route_class=TypedRoute, responses=ERROR_RESPONSES)
 
-LoginBody = Annotated[Login, Depends(body_of(Login))]
-RefreshTokenBody = Annotated[RefreshToken, Depends(body_of(RefreshToken))]
 
 
 async def throttle(request: Request, app: str, email: str | None = None,
@@ -32,7 +30,7 @@ async def throttle(request: Request, app: str, email: str | None = None,
 
 
 @router.post("/{app}/auth/token")
-async def token(request: Request, app: str, body: LoginBody) -> dict[str, Any]:
+async def token(request: Request, app: str, body: Body[Login]) -> dict[str, Any]:
     svc = services(request)
     async with svc.password_work:
         await throttle(request, app, body.email)
@@ -41,7 +39,7 @@ async def token(request: Request, app: str, body: LoginBody) -> dict[str, Any]:
 
 
 @router.post("/{app}/auth/refresh")
-async def refresh(request: Request, app: str, body: RefreshTokenBody) -> dict[str, Any]:
+async def refresh(request: Request, app: str, body: Body[RefreshToken]) -> dict[str, Any]:
     await throttle(request, app)
     svc = services(request)
     async with svc.tx() as conn:
@@ -49,7 +47,7 @@ async def refresh(request: Request, app: str, body: RefreshTokenBody) -> dict[st
 
 
 @router.post("/{app}/auth/logout", status_code=204)
-async def logout(request: Request, app: str, body: RefreshTokenBody) -> Response:
+async def logout(request: Request, app: str, body: Body[RefreshToken]) -> Response:
     svc = services(request)
     async with svc.tx() as conn:
         await sessions.logout(conn, svc.jwt_secret, await find_app(conn, app), body)

@@ -356,7 +356,7 @@ async def stream_caller(request: Request, app: str, *,
         async with svc.tx() as conn:
             row = await find_app(conn, app)
             return await svc.snapshot(conn, row["uid"], row["version"]), None
-    async with services(request).member_transaction(
+    async with services(request).callers.member_transaction(
             request.headers.get("authorization"), app) as caller:
         return caller.snapshot, caller.principal
 

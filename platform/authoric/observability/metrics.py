@@ -132,9 +132,12 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
 
-        def live(name: str, documentation: str) -> Gauge:
+        def live(name: str, documentation: str, *labels: str) -> Gauge:
             # A gauge every worker process adds to: the deployment's total, not one process's.
-            return Gauge(name, documentation, multiprocess_mode="livesum", registry=r)
+            return Gauge(name, documentation, labels, multiprocess_mode="livesum", registry=r)
+
+        def counter(name: str, documentation: str, *labels: str) -> Counter:
+            return Counter(name, documentation, labels, registry=r)
 
         self.requests = Histogram(
             "authoric_http_request_duration_seconds",
@@ -161,17 +164,14 @@ class Metrics:
             "authoric_db_request_pool_waiting",
             "requests waiting for a connection of the request path's pool (sampled each second)")
         self.streams_open = live("authoric_sse_streams_open", "open subscribe streams")
-        self.frames = Counter("authoric_sse_frames_sent", "SSE frames sent, by type",
-                              ["type"], registry=r)
-        self.streams_closed = Counter(
+        self.frames = counter("authoric_sse_frames_sent", "SSE frames sent, by type", "type")
+        self.streams_closed = counter(
             "authoric_sse_streams_closed_by_server",
-            "streams the server ended, by reason (overflow: the reader was too slow)",
-            ["reason"], registry=r)
-        self.stream_handoffs = Counter(
+            "streams the server ended, by reason (overflow: the reader was too slow)", "reason")
+        self.stream_handoffs = counter(
             "authoric_sse_stream_handoffs",
             "subscribe requests due to another worker's slot (serving/handoff.py), by outcome "
-            "(sent: handed to it; kept: served here, that worker could not take it)",
-            ["outcome"], registry=r)
+            "(sent: handed to it; kept: served here, that worker could not take it)", "outcome")
         self.feed_latency = Histogram(
             "authoric_feed_latency_seconds",
             "live feed: from a change's write to its socket write, per delivery (delivered); "
@@ -181,30 +181,29 @@ class Metrics:
         # Frames and feed latencies, counted in plain numbers; `publish` adds them to `frames`
         # and `feed_latency`.
         self.feed = FeedTally(FEED_BUCKETS)
-        self.throttled = Counter("authoric_login_throttled",
-                                 "token and refresh requests refused with 429", registry=r)
+        self.throttled = counter("authoric_login_throttled",
+                                 "token and refresh requests refused with 429")
+        self.api_key_writes = counter(
+            "authoric_api_key_last_used_writes",
+            "lastUsedAt writes started, at most one a minute per API key and process")
         self._children: dict[tuple[str, str, int], Any] = {}
         # Webhooks (webhooks/worker.py), by webhook uid. Only the process holding a webhook's
         # lease sets its lag; a process that lets one go sets it to 0, so the sum is its lag.
-        self.webhook_deliveries = Counter(
-            "authoric_webhook_deliveries", "webhook delivery attempts that got a 2xx",
-            ["webhook"], registry=r)
-        self.webhook_failures = Counter(
+        self.webhook_deliveries = counter(
+            "authoric_webhook_deliveries", "webhook delivery attempts that got a 2xx", "webhook")
+        self.webhook_failures = counter(
             "authoric_webhook_failures",
-            "webhook delivery attempts that failed (no 2xx within 10 s, or refused)",
-            ["webhook"], registry=r)
-        self.webhook_lag_positions = Gauge(
+            "webhook delivery attempts that failed (no 2xx within 10 s, or refused)", "webhook")
+        self.webhook_lag_positions = live(
             "authoric_webhook_lag_positions", "change-log positions between a webhook's "
-            "cursor and the head, while it has changes waiting", ["webhook"],
-            multiprocess_mode="livesum", registry=r)
-        self.webhook_lag_seconds = Gauge(
+            "cursor and the head, while it has changes waiting", "webhook")
+        self.webhook_lag_seconds = live(
             "authoric_webhook_lag_seconds",
-            "age of a webhook's oldest change not yet delivered (0: none waiting)", ["webhook"],
-            multiprocess_mode="livesum", registry=r)
-        self.webhook_delivering = Gauge(
+            "age of a webhook's oldest change not yet delivered (0: none waiting)", "webhook")
+        self.webhook_delivering = live(
             "authoric_webhook_delivering", "processes delivering the webhook now (holding its "
             "lease): 1, or 0 once its holder let it go (paused, failing, deleted, lost)",
-            ["webhook"], multiprocess_mode="livesum", registry=r)
+            "webhook")
 
     # --- counted as things happen ---------------------------------------------------------
 

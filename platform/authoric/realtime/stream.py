@@ -1,6 +1,6 @@
 """One subscriber's stream over a set of one or more tables of an app: `connected`, replay
 from the log, then live frames, pings, and `reauth` at the token's expiry (on a timer, not at
-the next event).
+the next event; the expiry is a time of `authoric.clock`, which tests move).
 
 The per-table stream (section 5), the multi-table stream (5b) and the operator's feed (2a)
 are this one class: they differ only in the set of tables, the `connected` payload, and who
@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from authoric import clock
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.plan.request import ExpandPaths
@@ -100,19 +101,23 @@ class Stream:
                 async for chunk in self._replay(self.req.last_event_id):
                     yield chunk
             ping_every = self.settings.sse_ping_interval
-            expires = self.req.expires_at
+            expires = self.req.expires_at  # a time of `clock`, as the token's expiry is
+            recheck = clock.recheck_after()  # for ever, unless a test moves the clock
             next_ping = time.time() + ping_every
             sub = self.sub
             while True:
                 now = time.time()
-                if now >= expires:
+                # The expiry on the wall clock: exactly `expires` but under the test clock,
+                # so waits share their timer (hub.Subscriber.wait) as they always have.
+                deadline = expires - clock.offset()
+                if now >= deadline:
                     yield frame(None, {"reason": "token_expired"}, "reauth")
                     return
                 if now >= next_ping:
                     yield PING
                     next_ping = now + ping_every
-                await sub.wait(min(next_ping, expires))
-                if time.time() >= expires:
+                await sub.wait(min(next_ping, deadline, now + recheck))
+                if time.time() >= expires - clock.offset():
                     continue  # `reauth` and the end, not what came in meanwhile
                 items = sub.take()
                 if items is None:

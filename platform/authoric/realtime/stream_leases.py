@@ -26,7 +26,6 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from authoric.errors import TooManyRequests
@@ -35,30 +34,34 @@ from authoric.settings import Settings
 
 log = logging.getLogger("authoric")
 
-_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
-_TAKE = text("""
+# Fixed statements, run as written (`exec_driver_sql`), their parameters numbered.
+_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"  # $1: the user's key
+# $1 app, $2 user, $3 the new lease's id, $4 process, $5 TTL in seconds, $6 the cap.
+_TAKE = """
 WITH lapsed AS (
     DELETE FROM authoric.stream_leases
-    WHERE app_uid = :app AND user_uid = :user AND expires_at <= now()
+    WHERE app_uid = $1 AND user_uid = $2 AND expires_at <= now()
 ), live AS (
     SELECT count(*) AS n FROM authoric.stream_leases
-    WHERE app_uid = :app AND user_uid = :user AND expires_at > now()
+    WHERE app_uid = $1 AND user_uid = $2 AND expires_at > now()
 )
 INSERT INTO authoric.stream_leases (id, app_uid, user_uid, process, expires_at)
-SELECT :id, :app, :user, :process, now() + make_interval(secs => :ttl)
-FROM live WHERE live.n < :cap
+SELECT $3, $1, $2, $4, now() + make_interval(secs => $5)
+FROM live WHERE live.n < $6
 RETURNING id
-""")
+"""
 # When the user's first live lease lapses (unless renewed): the earliest a slot can come free
 # without a close, so the 429's Retry-After for a killed process's streams is not a guess.
-_FIRST_LAPSE = text("""
+# $1 app, $2 user.
+_FIRST_LAPSE = """
 SELECT ceil(extract(epoch FROM min(expires_at) - now()))::int
 FROM authoric.stream_leases
-WHERE app_uid = :app AND user_uid = :user AND expires_at > now()
-""")
-_RENEW = text("UPDATE authoric.stream_leases SET expires_at = now() + make_interval(secs => :ttl) "
-              "WHERE id = ANY(:ids)")
-_RELEASE = text("DELETE FROM authoric.stream_leases WHERE id = ANY(:ids)")
+WHERE app_uid = $1 AND user_uid = $2 AND expires_at > now()
+"""
+# $1 TTL in seconds, $2 the leases' ids.
+_RENEW = ("UPDATE authoric.stream_leases SET expires_at = now() + make_interval(secs => $1) "
+          "WHERE id = ANY($2)")
+_RELEASE = "DELETE FROM authoric.stream_leases WHERE id = ANY($1)"  # $1: the leases' ids
 
 
 @dataclass(eq=False)
@@ -90,12 +93,13 @@ class StreamLeases:
     async def take(self, principal: Principal) -> Lease:
         """A lease for one more stream of this user in this app; 429 at the cap."""
         lease_id = uuid.uuid4()
-        params = {"app": principal.app_uid, "user": principal.user_uid, "id": lease_id,
-                  "process": self.process, "ttl": float(self.ttl), "cap": self.cap}
+        who = (principal.app_uid, principal.user_uid)
         async with self.engine.begin() as conn:
-            await conn.execute(_LOCK, {"key": f"stream:{principal.app_uid}:{principal.user_uid}"})
-            taken = (await conn.execute(_TAKE, params)).first()
-            lapse = None if taken is not None else await conn.scalar(_FIRST_LAPSE, params)
+            await conn.exec_driver_sql(_LOCK, (f"stream:{who[0]}:{who[1]}",))
+            taken = (await conn.exec_driver_sql(
+                _TAKE, (*who, lease_id, self.process, float(self.ttl), self.cap))).first()
+            lapse = None if taken is not None else (
+                await conn.exec_driver_sql(_FIRST_LAPSE, who)).scalar()
         if taken is None:
             raise TooManyRequests(
                 f"this user already has {self.cap} open streams; close one first",
@@ -119,7 +123,7 @@ class StreamLeases:
     async def _delete(self, ids: list[uuid.UUID]) -> None:
         try:
             async with self.engine.begin() as conn:
-                await conn.execute(_RELEASE, {"ids": ids})
+                await conn.exec_driver_sql(_RELEASE, (ids,))
         except Exception:  # the lease lapses within one TTL anyway
             log.warning("could not release stream leases; they lapse on their own", exc_info=True)
 
@@ -131,7 +135,7 @@ class StreamLeases:
                 break
             try:
                 async with self.engine.begin() as conn:
-                    await conn.execute(_RENEW, {"ttl": float(self.ttl), "ids": list(self._held)})
+                    await conn.exec_driver_sql(_RENEW, (float(self.ttl), list(self._held)))
             except Exception:  # the next round tries again; a lease lapses only after a TTL
                 log.warning("could not renew stream leases", exc_info=True)
 

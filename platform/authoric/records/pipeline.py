@@ -6,7 +6,7 @@ console's rows (console/rows.py), CSV import and export, and the CLI (through th
 A `Caller` is who is asking, resolved once: it admits an action on a table (the gate:
 404, 403 TABLE_LOCKED, 403 FORBIDDEN) and gives the executor its statements run on. There
 are two kinds:
-- the request path's (http/context.py), planned from cached facts, whose single statement
+- the request path's (callers.py `Guarded`), planned from cached facts, whose single statement
   carries the facts as a guard (`at_once`): one round trip, in autocommit;
 - a transaction's (`InTransaction`), whose facts were read fresh inside it: every request
   whose work needs several statements, and the operator in a console route's transaction
@@ -177,7 +177,7 @@ async def _answer(caller: Caller, request: TableRequest,
             await expand_rows(caller, access.snapshot, access.table, readable, tree)
         except (StaleFacts, InternalError):
             if not request.writes:
-                raise  # a read is planned again (http/context.py), whole
+                raise  # a read is planned again (callers.py), whole
             # The write is done and must not run twice: its expansions, planned for a catalog
             # that has since moved (the guard failed, or the statement on a renamed column),
             # are left null (fail closed) rather than read.

@@ -9,7 +9,7 @@ from typing import Any
 from alembic.migration import MigrationContext
 from alembic.operations import Operations
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import MetaData, delete, literal, select, text, update
+from sqlalchemy import MetaData, delete, literal, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -33,6 +33,7 @@ from authoric.tenancy.service import check_against_tables
 # How long a schema change waits for a lock before it gives up (503): the requests that
 # queue behind a waiting ALTER wait at most this long too.
 SCHEMA_LOCK_TIMEOUT_MS = 3000
+LOCK_TIMEOUT = "SELECT set_config('lock_timeout', $1, true)"  # for this transaction; run as written
 
 
 class ColumnView(BaseModel):
@@ -186,8 +187,7 @@ async def patch_table(conn: AsyncConnection, app_ref: str, name: str,
     definition = await _definition(conn, app_uid, name)
     # A change waiting behind a long query fails (503, retry) instead of queueing every
     # request of the table behind its lock.
-    await conn.execute(text("SELECT set_config('lock_timeout', :timeout, true)"),
-                       {"timeout": f"{SCHEMA_LOCK_TIMEOUT_MS}ms"})
+    await conn.exec_driver_sql(LOCK_TIMEOUT, (f"{SCHEMA_LOCK_TIMEOUT_MS}ms",))
     if change.operations is not None:
         definition.operations = change.operations.applied_to(definition.operations)
     added, dropped = change.add_columns, change.drop_columns

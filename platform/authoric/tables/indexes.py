@@ -34,7 +34,7 @@ from authoric.catalog.names import check_name
 from authoric.catalog.schema import PLATFORM_FIELDS, constraint_name, schema_name
 from authoric.catalog.types import TEXTUAL_TYPES
 from authoric.db import tables as t
-from authoric.db.sql import quoted, statement
+from authoric.db.sql import Sql, joined, quoted, statement
 from authoric.errors import Conflict, ErrorDetail, NotFound, ValidationFailed
 
 log = logging.getLogger("authoric.indexes")
@@ -110,25 +110,26 @@ def check_spec(definition: TableDef, spec: IndexSpec) -> None:
 
 
 def create_statement(app_uid: uuid.UUID, definition: TableDef, name: str,
-                     spec: IndexSpec) -> str:
+                     spec: IndexSpec) -> TextClause:
     """The `CREATE INDEX CONCURRENTLY` for the spec. Names are checked identifiers (quoted);
     nothing from the request is pasted but them."""
-    target = quoted(schema_name(app_uid), definition.name)
-    index = quoted(physical_name(definition.name, name))
+    index, target = physical_name(definition.name, name), (schema_name(app_uid), definition.name)
     physical = [_column(definition, c) for c in spec.columns]
     if spec.kind == "search":
-        parts = ["(ARRAY[org_uid])"] + [f"authoric.search_vector({quoted(c)})"
-                                        for c, _ in physical]
-        return f"CREATE INDEX CONCURRENTLY {index} ON {target} USING gin ({', '.join(parts)})"
+        parts = [Sql("(ARRAY[org_uid])")] + [
+            Sql("authoric.search_vector(" + quoted(c) + ")") for c, _ in physical]
+        return statement("CREATE INDEX CONCURRENTLY {index} ON {target} USING gin ({parts})",
+                         parts=joined(parts), index=index, target=target)
     # NULLs sort last both ways (plan.listing), so each direction gets its own index; the
     # uid breaks ties in the same direction, so a keyset page is one index range.
-    parts = [quoted("org_uid")] + [f'{quoted(c)} {"DESC" if d else "ASC"} NULLS LAST'
-                                   for c, d in physical]
+    parts = [quoted("org_uid")] + [
+        Sql(quoted(c) + (" DESC" if d else " ASC") + " NULLS LAST") for c, d in physical]
     if not spec.unique:
-        parts.append(f'{quoted("uid")} {"DESC" if physical[-1][1] else "ASC"}')
-    live = " WHERE deleted_at IS NULL" if definition.soft_delete else ""
-    unique = "UNIQUE " if spec.unique else ""
-    return f"CREATE {unique}INDEX CONCURRENTLY {index} ON {target} ({', '.join(parts)}){live}"
+        parts.append(Sql(quoted("uid") + (" DESC" if physical[-1][1] else " ASC")))
+    return statement("CREATE {unique}INDEX CONCURRENTLY {index} ON {target} ({parts}){live}",
+                     unique=Sql("UNIQUE " if spec.unique else ""), parts=joined(parts),
+                     live=Sql(" WHERE deleted_at IS NULL" if definition.soft_delete else ""),
+                     index=index, target=target)
 
 
 def _drop_statement(app_uid: uuid.UUID, table: str, name: str) -> TextClause:
@@ -256,6 +257,18 @@ async def forget_dropped(conn: AsyncConnection, app_uid: uuid.UUID, table: str,
 # Index builds run one at a time across replicas (`_take_turn`), and one that still meets a
 # deadlock (with a schema change waiting on the table) is tried again.
 BUILD_TURN = 0x61757468_6f726978  # the advisory lock key of the build queue ("authorix")
+# Fixed statements, run as written (`exec_driver_sql`), their parameters numbered.
+TRY_TURN = "SELECT pg_try_advisory_lock($1)"  # $1: BUILD_TURN
+END_TURN = "SELECT pg_advisory_unlock($1)"  # $1: BUILD_TURN
+CANCEL_BUILDER = "SELECT pg_cancel_backend($1) FROM pg_stat_activity WHERE pid = $1"  # $1: pid
+NO_STATEMENT_TIMEOUT = "SET statement_timeout = 0"  # a build or a drop takes what it takes
+RESET_STATEMENT_TIMEOUT = "RESET statement_timeout"
+# The physical indexes left invalid among the names $1 (a build that died half way).
+INVALID_INDEXES = (
+    "SELECT n.nspname, x.relname FROM pg_index i "
+    "JOIN pg_class x ON x.oid = i.indexrelid "
+    "JOIN pg_namespace n ON n.oid = x.relnamespace "
+    "WHERE NOT i.indisvalid AND x.relname = ANY($1)")
 TURN_POLL = 0.1  # seconds between tries of the queue's lock
 BUILD_ATTEMPTS = 5
 RETRY_PAUSE = 0.2  # seconds, times the attempt number
@@ -309,13 +322,12 @@ class IndexBuilder:
         async with self._engine.connect() as conn:
             conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
             if builder_pid is not None:
-                await conn.execute(text("SELECT pg_cancel_backend(:pid) FROM pg_stat_activity "
-                                        "WHERE pid = :pid"), {"pid": builder_pid})
-            await conn.execute(text("SET statement_timeout = 0"))
+                await conn.exec_driver_sql(CANCEL_BUILDER, (builder_pid,))
+            await conn.exec_driver_sql(NO_STATEMENT_TIMEOUT)
             try:
                 await conn.execute(_drop_statement(app_uid, table, name))
             finally:
-                await conn.execute(text("RESET statement_timeout"))
+                await conn.exec_driver_sql(RESET_STATEMENT_TIMEOUT)
 
     async def sweep(self) -> int:
         """At startup: mark failed every build whose builder died (on any replica), and drop the
@@ -330,14 +342,10 @@ class IndexBuilder:
             by_name = {(schema_name(a), physical_name(tb, n)): (a, tb, n) for a, tb, n in failed}
             # Of those, the ones whose physical index is still there, invalid: a build that
             # died between creating it and recording the failure.
-            invalid = (await conn.execute(text(
-                "SELECT n.nspname, x.relname FROM pg_index i "
-                "JOIN pg_class x ON x.oid = i.indexrelid "
-                "JOIN pg_namespace n ON n.oid = x.relnamespace "
-                "WHERE NOT i.indisvalid AND x.relname = ANY(:names)"),
-                {"names": [name for _, name in by_name]})).all() if by_name else []
-        leftovers = [by_name[(schema, name)] for schema, name in invalid
-                     if (schema, name) in by_name]
+            invalid = (await conn.exec_driver_sql(
+                INVALID_INDEXES, ([name for _, name in by_name],))).all() if by_name else []
+        leftovers = [by_name[(row.nspname, row.relname)] for row in invalid
+                     if (row.nspname, row.relname) in by_name]
         for app_uid, table, name in leftovers:
             await self.drop(app_uid, table, name, None)
         return len(leftovers)
@@ -369,15 +377,14 @@ class IndexBuilder:
         built, error = False, {"code": "INTERNAL", "details": {},
                                "message": "the index could not be built"}
         try:
-            await conn.execute(text("SET statement_timeout = 0"))
+            await conn.exec_driver_sql(NO_STATEMENT_TIMEOUT)
             await _take_turn(conn)
             try:
                 for attempt in range(BUILD_ATTEMPTS):
                     try:
                         # a half-built one left by a past try
                         await conn.execute(_drop_statement(app_uid, table, name))
-                        await conn.execute(text(create_statement(app_uid, definition, name,
-                                                                 spec)))
+                        await conn.execute(create_statement(app_uid, definition, name, spec))
                         built = True
                         break
                     except DBAPIError as exc:
@@ -388,8 +395,8 @@ class IndexBuilder:
                         error = await _failure(conn, app_uid, definition, spec, exc)
                         break
             finally:
-                await conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": BUILD_TURN})
-                await conn.execute(text("RESET statement_timeout"))
+                await conn.exec_driver_sql(END_TURN, (BUILD_TURN,))
+                await conn.exec_driver_sql(RESET_STATEMENT_TIMEOUT)
         finally:
             done = await conn.execute(update(t.table_indexes).where(
                 _where(app_uid, table, name), t.table_indexes.c.builder_pid == pid,
@@ -408,8 +415,7 @@ async def _take_turn(conn: AsyncConnection) -> None:
     one ("deadlock detected"; 57 of 60 builds asked for within 3 s). The lock is tried, not
     waited for: a statement waiting for it would hold a snapshot the running build waits
     for, the same deadlock again."""
-    while not (await conn.execute(text("SELECT pg_try_advisory_lock(:key)"),
-                                  {"key": BUILD_TURN})).scalar_one():
+    while not (await conn.exec_driver_sql(TRY_TURN, (BUILD_TURN,))).scalar_one():
         await asyncio.sleep(TURN_POLL)
 
 
@@ -442,18 +448,19 @@ async def duplicate_rows(conn: AsyncConnection, app_uid: uuid.UUID, definition: 
     (a type change's converted values: "01" and "1" as integers)."""
     physical = [_column(definition, c)[0] for c in spec_columns]
     exprs = values or [quoted(c) for c in physical]
-    target = quoted(schema_name(app_uid), definition.name)
-    live = "deleted_at IS NULL AND " if definition.soft_delete else ""
-    not_null = " AND ".join(f"{quoted(c)} IS NOT NULL" for c in physical)
     # `_dup_v0`, `_dup_n`: no column can be named so (names start with a letter).
-    named = ", ".join(f"{e} AS _dup_v{i}" for i, e in enumerate(exprs))
-    cols = ", ".join(f"_dup_v{i}" for i in range(len(exprs)))
-    query = (f"SELECT uid FROM (SELECT uid, org_uid, {cols}, count(*) OVER "
-             f"(PARTITION BY org_uid, {cols}) AS _dup_n FROM (SELECT uid, org_uid, {named} "
-             f"FROM {target} WHERE {live}{not_null}) v) d "
-             f"WHERE _dup_n > 1 ORDER BY org_uid, {cols}, uid LIMIT :limit")
+    named = joined([Sql(e + " AS _dup_v" + str(i)) for i, e in enumerate(exprs)])
+    cols = joined([Sql("_dup_v" + str(i)) for i in range(len(exprs))])
+    query = statement(
+        "SELECT uid FROM (SELECT uid, org_uid, {cols}, count(*) OVER "
+        "(PARTITION BY org_uid, {cols}) AS _dup_n FROM (SELECT uid, org_uid, {named} "
+        "FROM {target} WHERE {live}{not_null}) v) d "
+        "WHERE _dup_n > 1 ORDER BY org_uid, {cols}, uid LIMIT :limit",
+        cols=cols, named=named, target=(schema_name(app_uid), definition.name),
+        live=Sql("deleted_at IS NULL AND " if definition.soft_delete else ""),
+        not_null=joined([Sql(quoted(c) + " IS NOT NULL") for c in physical], " AND "))
     column = ",".join(c.lstrip("-") for c in spec_columns)
-    uids = (await conn.execute(text(query), {"limit": MAX_LISTED_ROWS})).scalars()
+    uids = (await conn.execute(query, {"limit": MAX_LISTED_ROWS})).scalars()
     return [{"uid": str(u), "column": column,
              "message": "another row of its org has the same value"} for u in uids]
 

@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
@@ -23,8 +23,9 @@ from authoric.catalog.apps import bump_version
 from authoric.catalog.roles import ORG_KEYS
 from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
-from authoric.errors import NotFound, ValidationFailed
-from authoric.tenancy.acting import OPERATOR_ACTOR, Acting, parse_uid
+from authoric.errors import ValidationFailed
+from authoric.tenancy.acting import OPERATOR_ACTOR, Acting
+from authoric.tenancy.grants import OrgGrants
 from authoric.tenancy.models import NOT_BLANK
 from authoric.tenancy.service import app_and_org, known_roles
 
@@ -92,53 +93,17 @@ async def list_keys(conn: AsyncConnection, org_uid: uuid.UUID) -> list[dict[str,
     return [_view(r) for r in rows]
 
 
-async def revoke_key(conn: AsyncConnection, app_uid: uuid.UUID, org_uid: uuid.UUID,
-                     ref: str, who: Acting | None = None) -> dict[str, Any]:
-    """Delete the org's key `ref` (404 for any other), judged for a member `who` by
-    `org.keys:delete` and their grants; the key as it was, for the log."""
-    k = t.api_keys
-    uid = parse_uid(ref, "key")
-    row = (await conn.execute(select(k).where(k.c.uid == uid, k.c.org_uid == org_uid)
-                              .with_for_update())).first()
-    if row is None:
-        raise NotFound("no such key", {"key": ref})
-    if who is not None:
-        who.within_grants(target=row.roles)
-    await conn.execute(delete(k).where(k.c.uid == uid))
-    await bump_version(conn, app_uid)
-    return _view(row)
+# A member lists and revokes keys as any grant of roles in the org (tenancy/grants.py); a
+# revoked key moves the app's version, so its next request fails its guard everywhere.
+KEYS = OrgGrants("key", ORG_KEYS, t.api_keys, list_keys, _view, bump_version)
 
 
 async def member_creates_key(conn: AsyncConnection, who: Acting, new: NewKey) -> dict[str, Any]:
-    who.require(ORG_KEYS, "create")
-    who.within_grants(requested=new.roles)
+    KEYS.member_may_issue(who, new.roles)
     return await create_key(conn, who.app_uid, who.org_uid, new, who.actor)
-
-
-async def member_lists_keys(conn: AsyncConnection, who: Acting) -> list[dict[str, Any]]:
-    who.require(ORG_KEYS, "read_list")
-    return await list_keys(conn, who.org_uid)
-
-
-async def member_revokes_key(conn: AsyncConnection, who: Acting, ref: str) -> dict[str, Any]:
-    who.require(ORG_KEYS, "delete")
-    return await revoke_key(conn, who.app_uid, who.org_uid, ref, who)
-
 
 
 async def operator_creates_key(conn: AsyncConnection, app_ref: str, org_ref: str,
                                new: NewKey) -> dict[str, Any]:
     app, org = await app_and_org(conn, app_ref, org_ref)
     return await create_key(conn, app["uid"], org.uid, new, OPERATOR_ACTOR)
-
-
-async def operator_lists_keys(conn: AsyncConnection, app_ref: str,
-                              org_ref: str) -> list[dict[str, Any]]:
-    _, org = await app_and_org(conn, app_ref, org_ref)
-    return await list_keys(conn, org.uid)
-
-
-async def operator_revokes_key(conn: AsyncConnection, app_ref: str, org_ref: str,
-                               ref: str) -> None:
-    app, org = await app_and_org(conn, app_ref, org_ref)
-    await revoke_key(conn, app["uid"], org.uid, ref)

@@ -36,6 +36,12 @@ class ColumnType:
     name: ClassVar[str]
     # The PostgreSQL type name, as written in `CAST(x AS <pg_name>)`.
     pg_name: ClassVar[str]
+    # JSON Schema of the rendered (and accepted) value, null excluded (`json_schema()`).
+    schema: ClassVar[dict[str, Any]]
+    # Where PostgreSQL's cast reads more than `parse_text` does: the pattern (a POSIX regular
+    # expression) of the text cells both read alike; the rest go to the careful CSV path
+    # (`csv_suspicious()`). None: the cast and the parser agree, or the type says otherwise.
+    plain_text: ClassVar[str | None] = None
     # True for a column that points at a row of another table (`references` is then required,
     # and rows show the value under `<name>_uid`).
     is_reference: ClassVar[bool] = False
@@ -77,8 +83,8 @@ class ColumnType:
         return str(value)
 
     def json_schema(self) -> dict[str, Any]:
-        """JSON Schema of the rendered (and accepted) value, null excluded."""
-        raise NotImplementedError
+        """JSON Schema of the rendered (and accepted) value, null excluded: a fresh copy."""
+        return dict(self.schema)
 
     def csv_cast(self, ref: str) -> str:
         """SQL casting the text expression `ref` (a raw CSV cell, never empty) to this type."""
@@ -87,7 +93,7 @@ class ColumnType:
     def csv_suspicious(self, ref: str) -> str | None:
         """SQL that is true for a non-null cell PostgreSQL would cast but `parse_text` refuses;
         None when PostgreSQL's cast and our parser agree."""
-        return None
+        return None if self.plain_text is None else f"{ref} !~ '{self.plain_text}'"
 
     def bind_value(self, parsed: Any) -> Any:
         """A parsed value as a bound parameter of `CAST(:p AS <pg_name>)` in raw SQL."""

@@ -21,7 +21,7 @@ from authoric.catalog.types.base import BadValue, ColumnType, require_string
 INT64 = (-(2**63), 2**63 - 1)
 # Deepest nesting a `json` value may have. PostgreSQL and our encoders go deeper, but a value
 # this deep is never data, and capping it keeps every later read of the row answerable. The
-# same as the cap on a whole request body (http/context.py), so CSV and the SDK agree with REST.
+# same as the cap on a whole request body (http/bodies.py), so CSV and the SDK agree with REST.
 MAX_JSON_DEPTH = 32  # arrays and objects inside one another: in a json value, in any body
 # Decimal exponents beyond this are not numbers anyone stores; PostgreSQL's numeric stops there.
 MAX_DECIMAL_EXPONENT = 130_000
@@ -49,6 +49,7 @@ def _sql_words(words: tuple[str, ...]) -> str:
 
 class Text(ColumnType):
     name, pg_name = "text", "text"
+    schema = {"type": "string"}
     textual = free_text = True
 
     def sql_type(self) -> TypeEngine[Any]:
@@ -59,9 +60,6 @@ class Text(ColumnType):
 
     def parse_filter(self, raw: Any) -> str:
         return self.parse_json(raw)
-
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "string"}
 
     def csv_cast(self, ref: str) -> str:
         return ref
@@ -80,6 +78,10 @@ class Integer(ColumnType):
     """A 64-bit integer. JSON floats with no fraction (`2.0`) are accepted; booleans are not."""
 
     name, pg_name = "integer", "bigint"
+    schema = {"type": "integer", "format": "int64"}
+    # PostgreSQL 16 also reads `0x10`, `0o7`, `0b1` and `1_000`; Python's int() does not
+    # read all of them the same way, so the careful parser judges anything but digits.
+    plain_text = PLAIN_INTEGER
 
     def sql_type(self) -> TypeEngine[Any]:
         return sa.BigInteger()
@@ -100,19 +102,15 @@ class Integer(ColumnType):
         except ValueError as exc:
             raise BadValue("expected an integer") from exc
 
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "integer", "format": "int64"}
-
-    def csv_suspicious(self, ref: str) -> str:
-        # PostgreSQL 16 also reads `0x10`, `0o7`, `0b1` and `1_000`; Python's int() does not
-        # read all of them the same way, so the careful parser judges anything but digits.
-        return f"{ref} !~ '{PLAIN_INTEGER}'"
-
 
 class Numeric(ColumnType):
     """An exact decimal; travels as a JSON string (`"8760.00"`) so no digit is lost."""
 
     name, pg_name = "numeric", "numeric"
+    schema = {"type": "string", "format": "decimal"}
+    # Plain decimal notation only: PostgreSQL 16 also reads `0x10` and `1_000`, and every
+    # version reads NaN and infinities, which the careful parser refuses or must judge.
+    plain_text = PLAIN_DECIMAL
 
     def sql_type(self) -> TypeEngine[Any]:
         return sa.Numeric(asdecimal=True)
@@ -133,19 +131,12 @@ class Numeric(ColumnType):
     def render(self, value: Any) -> str:
         return str(value)
 
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "string", "format": "decimal"}
-
-    def csv_suspicious(self, ref: str) -> str:
-        # Plain decimal notation only: PostgreSQL 16 also reads `0x10` and `1_000`, and every
-        # version reads NaN and infinities, which the careful parser refuses or must judge.
-        return f"{ref} !~ '{PLAIN_DECIMAL}'"
-
 
 class Boolean(ColumnType):
     """JSON `true`/`false` only; as text, the words of TRUE_WORDS and FALSE_WORDS."""
 
     name, pg_name = "boolean", "boolean"
+    schema = {"type": "boolean"}
 
     def sql_type(self) -> TypeEngine[Any]:
         return sa.Boolean()
@@ -163,9 +154,6 @@ class Boolean(ColumnType):
             return False
         raise BadValue("expected a boolean (true/false/1/0/yes/no)")
 
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "boolean"}
-
     def csv_cell(self, value: Any) -> str:
         return "true" if value else "false"
 
@@ -182,6 +170,8 @@ class Timestamp(ColumnType):
     """An RFC 3339 instant; an offset is required, so no value is read in a guessed zone."""
 
     name, pg_name = "timestamp", "timestamptz"
+    schema = {"type": "string", "format": "date-time"}
+    plain_text = ISO_TIMESTAMP_WITH_OFFSET
 
     def sql_type(self) -> TypeEngine[Any]:
         return sa.DateTime(timezone=True)
@@ -203,15 +193,11 @@ class Timestamp(ColumnType):
     def render(self, value: Any) -> str:
         return rfc3339(value)
 
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "string", "format": "date-time"}
-
-    def csv_suspicious(self, ref: str) -> str:
-        return f"{ref} !~ '{ISO_TIMESTAMP_WITH_OFFSET}'"
-
 
 class Date(ColumnType):
     name, pg_name = "date", "date"
+    schema = {"type": "string", "format": "date"}
+    plain_text = r"^\s*\d{4}-\d{2}-\d{2}\s*$"
 
     def sql_type(self) -> TypeEngine[Any]:
         return sa.Date()
@@ -229,15 +215,10 @@ class Date(ColumnType):
     def render(self, value: Any) -> str:
         return str(value.isoformat())
 
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "string", "format": "date"}
-
-    def csv_suspicious(self, ref: str) -> str:
-        return f"{ref} !~ '^\\s*\\d{{4}}-\\d{{2}}-\\d{{2}}\\s*$'"
-
 
 class Uuid(ColumnType):
     name, pg_name = "uuid", "uuid"
+    schema = {"type": "string", "format": "uuid"}
 
     def sql_type(self) -> TypeEngine[Any]:
         return UUID(as_uuid=True)
@@ -251,9 +232,6 @@ class Uuid(ColumnType):
 
     def render(self, value: Any) -> str:
         return str(value)
-
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "string", "format": "uuid"}
 
 
 class Reference(Uuid):
@@ -305,6 +283,7 @@ class Json(ColumnType):
     """Any JSON value, stored as jsonb, nested at most MAX_JSON_DEPTH levels."""
 
     name, pg_name = "json", "jsonb"
+    schema = {}
     ordered = False
     free_text = True
 
@@ -327,9 +306,6 @@ class Json(ColumnType):
 
     def parse_filter(self, raw: Any) -> Any:
         return self.parse_json(raw)  # a string is a JSON string, not JSON text to read
-
-    def json_schema(self) -> dict[str, Any]:
-        return {}
 
     def csv_cell(self, value: Any) -> str:
         return json.dumps(value, separators=(",", ":"))
