@@ -4,8 +4,10 @@
     .venv/bin/python -m bench.webhooks --only one        # one webhook only
 
 On a fresh embedded PostgreSQL, one `authoric serve` process (AUTHORIC_WORKERS=1, private
-targets allowed), receivers on loopback in this process (bench.chaos's HookReceiver: HTTP/1.1
-keep-alive, answers 200 at once).
+targets allowed), receivers on loopback in a process of their own (bench.chaos's HookReceiver:
+HTTP/1.1 keep-alive, answers 200 at once). In this process, with the writers, a receiver
+answered late whenever the writers had the CPU, and one webhook's deliveries, one at a time,
+went at the pace of those answers.
 
 - one: one webhook (the operator's view of one org), REST creates at `--rate` (500/s) for
   `--seconds`: deliveries/s, lag p50/p99 (from the change's write to its arrival), and server
@@ -15,7 +17,8 @@ keep-alive, answers 200 at once).
   and timed until the last arrives: deliveries/s to one receiver, in order.
 - many: `--hooks` (100) webhooks over `--orgs` (50) orgs, each judged as one of 3 roles (one
   with a row policy, one with redaction), REST creates at `--many-rate` (200/s) spread over
-  the orgs: lag p50/p99 over every delivery.
+  the orgs: lag p50/p99 over every delivery; and one member stream per org, whose lag is
+  measured first with no webhook, then while the webhooks deliver the same writes.
 Everything shares this machine's cores; figures are for comparison on one machine.
 """
 
@@ -25,15 +28,20 @@ import argparse
 import asyncio
 import contextlib
 import itertools
+import json
+import multiprocessing
+import multiprocessing.connection
+import os
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-from bench.chaos import HookReceiver
+from bench.chaos import HookReceiver, _epoch
 from bench.harness import Database, Server, database, running_server, tree_cpu_seconds
 
 COLUMNS = [{"name": "number", "type": "text", "required": True},
@@ -69,6 +77,14 @@ class App:
         made.raise_for_status()
         return str(made.json()["uid"])
 
+    def failures(self, uid: str) -> str:
+        """The webhook's failed attempts in its newest 1,000 log entries, by error."""
+        log = self.admin.get(f"/admin/apps/{self.name}/webhooks/{uid}/deliveries",
+                             params={"limit": "1000"})
+        log.raise_for_status()
+        errors = [d["error"] for d in log.json()["items"] if d["error"]]
+        return f"{len(errors)} failed attempts" + (f" ({sorted(set(errors))})" if errors else "")
+
     def set_status(self, uid: str, status: str) -> None:
         self.admin.patch(f"/admin/apps/{self.name}/webhooks/{uid}",
                          json={"status": status}).raise_for_status()
@@ -98,6 +114,9 @@ def app(server: Server, orgs: int, name: str) -> Iterator[App]:
         yield App(name, admin, org_uids, clerks)
 
 
+WRITTEN: list[float] = []  # the rate each `write` reached (a loaded machine falls short)
+
+
 async def write(server: Server, world: App, rate: float, seconds: float, start: int = 0) -> int:
     """REST creates at `rate`/s for `seconds`, round-robin over the orgs' clerks: how many."""
     total = int(rate * seconds)
@@ -114,19 +133,76 @@ async def write(server: Server, world: App, rate: float, seconds: float, start: 
                     return
                 await asyncio.sleep(max(0.0, began + (n - start) / rate - time.monotonic()))
                 token = world.clerks[n % len(world.clerks)]
-                response = await client.post(
-                    path, json={"number": f"n{n}", "amount": "1.50",
-                                "status": "draft" if n % 5 == 0 else "open"},
-                    headers={"Authorization": f"Bearer {token}"})
+                body = {"number": f"n{n}", "amount": "1.50",
+                        "status": "draft" if n % 5 == 0 else "open"}
+                auth = {"Authorization": f"Bearer {token}"}
+                try:
+                    response = await client.post(path, json=body, headers=auth)
+                except httpx.TransportError:  # the server ended a kept-alive connection as
+                    response = await client.post(path, json=body, headers=auth)  # it went out
                 response.raise_for_status()
 
         await asyncio.gather(*(sender() for _ in range(32)))
+    WRITTEN.append(total / (time.monotonic() - began))
     return total
 
 
-async def until_received(hooks: list[HookReceiver], count: int, limit: float = 120) -> float:
+class Hooks:
+    """`n` receivers in a child process (spawned: nothing of this process's loop goes with
+    it), asked over a pipe how many distinct deliveries each has, and at the end for their
+    lags and order."""
+
+    def __init__(self, n: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.pipe, child = context.Pipe()
+        self.process = context.Process(target=_serve_hooks, args=(child, n), daemon=True)
+        self.process.start()
+        self.urls: list[str] = self.pipe.recv()
+
+    def ask(self, what: str) -> Any:
+        self.pipe.send(what)
+        return self.pipe.recv()
+
+    def counts(self) -> list[int]:
+        return list(self.ask("counts"))
+
+    def received(self) -> int:
+        return sum(self.counts())
+
+    def results(self) -> tuple[list[float], int]:
+        """(every first delivery's lag in seconds, deliveries out of order)"""
+        lags, out_of_order = self.ask("results")
+        return list(lags), int(out_of_order)
+
+    def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            self.pipe.send("stop")
+        self.process.join(10)
+
+
+def _serve_hooks(pipe: multiprocessing.connection.Connection, n: int) -> None:
+    async def serve() -> None:
+        hooks = [HookReceiver(f"h{i}", ("A",)) for i in range(n)]
+        for hook in hooks:
+            await hook.start()
+        pipe.send([hook.url for hook in hooks])
+        loop = asyncio.get_running_loop()
+        while True:
+            asked = await loop.run_in_executor(None, pipe.recv)
+            if asked == "counts":
+                pipe.send([len(hook.seen) for hook in hooks])
+            elif asked == "results":
+                pipe.send(([x for hook in hooks for x in hook.lags],
+                           sum(hook.out_of_order() for hook in hooks)))
+            else:
+                return
+
+    asyncio.run(serve())
+
+
+async def until_received(hooks: Hooks, count: int, limit: float = 120) -> float:
     began = time.monotonic()
-    while sum(len(h.first_seen()) for h in hooks) < count:
+    while hooks.received() < count:
         if time.monotonic() - began > limit:
             break
         await asyncio.sleep(0.02)
@@ -147,29 +223,44 @@ async def stream_frames(server: Server, world: App, counted: list[int],
                 return
 
 
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 async def one_webhook(server: Server, db: Database, args: argparse.Namespace) -> None:
     with app(server, 1, "one") as world:
         cpu = lambda: tree_cpu_seconds(server.pid)  # noqa: E731
+        print(f"one webhook: {load()} at the start")
         # The writes alone.
         before = cpu()
         n = await write(server, world, args.rate, args.seconds)
         base = (cpu() - before) / n
         # The same writes with one webhook.
-        hook = HookReceiver("one", ("A",))
-        await hook.start()
-        uid = world.hook(hook.url, world.orgs[0], None)
+        hooks = Hooks(1)
+        uid = world.hook(hooks.urls[0], world.orgs[0], None)
+        await asyncio.sleep(2)  # leased (a claim a second): the lag is the delivery's only
         before, began = cpu(), time.monotonic()
         n = await write(server, world, args.rate, args.seconds, start=10_000_000)
-        await until_received([hook], n)
+        await until_received(hooks, n)
         took = time.monotonic() - began
-        per_hook = (cpu() - before) / n - base
-        lags = list(hook.lags)
-        print(f"one webhook, {args.rate:.0f} writes/s for {args.seconds:.0f} s: {n} deliveries "
-              f"({len(hook.first_seen()) / took:.0f}/s), lag p50 {pct(lags, .5) * 1000:.0f} ms "
-              f"p99 {pct(lags, .99) * 1000:.0f} ms, out of order {hook.out_of_order()}; server "
-              f"CPU per write alone {base * 1000:.2f} ms, per delivery "
-              f"{per_hook * 1000:.2f} ms")
+        with_hook = (cpu() - before) / n
+        reached = WRITTEN[-1]
+        lags, out_of_order = hooks.results()
+        # The writes alone again, the webhook paused: the machine's load drifts between
+        # phases, and the baseline is the mean of the runs before and after.
         world.set_status(uid, "paused")
+        await asyncio.sleep(2)
+        before = cpu()
+        paused = n = await write(server, world, args.rate, args.seconds, start=15_000_000)
+        after = (cpu() - before) / n
+        base = (base + after) / 2
+        print(f"one webhook, {args.rate:.0f} writes/s for {args.seconds:.0f} s (reached "
+              f"{reached:.0f}/s; alone {WRITTEN[-3]:.0f}/s and {WRITTEN[-1]:.0f}/s): {paused} "
+              f"deliveries ({hooks.received() / took:.0f}/s), lag p50 "
+              f"{pct(lags, .5) * 1000:.0f} ms p99 {pct(lags, .99) * 1000:.0f} ms, out of order "
+              f"{out_of_order}; server CPU per write alone {base * 1000:.2f} ms (before "
+              f"{(2 * base - after) * 1000:.2f}, after {after * 1000:.2f}), per delivery "
+              f"{(with_hook - base) * 1000:.2f} ms; {world.failures(uid)}")
         # The same writes with one stream of the operator's feed instead.
         counted, stop = [0], asyncio.Event()
         reading = asyncio.create_task(stream_frames(server, world, counted, stop))
@@ -184,49 +275,106 @@ async def one_webhook(server: Server, db: Database, args: argparse.Namespace) ->
         reading.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await reading
-        print(f"one operator stream instead: {counted[0]} frames, server CPU per frame "
+        print(f"one operator stream instead (writes reached {WRITTEN[-1]:.0f}/s): "
+              f"{counted[0]} frames, server CPU per frame "
               f"{per_frame * 1000:.2f} ms")
-        # The backlog: written while paused (the stream's and these), then resumed.
+        # The backlog: written while paused (the second writes alone, the stream's and these),
+        # then resumed.
         await write(server, world, args.rate, args.backlog / args.rate, start=30_000_000)
-        waiting = n + args.backlog
-        had = len(hook.first_seen())
+        waiting = paused + n + args.backlog  # everything written while it was paused
+        had = hooks.received()
         before, began = cpu(), time.monotonic()
         world.set_status(uid, "active")
-        took = await until_received([hook], had + waiting, limit=600)
-        sent = len(hook.first_seen()) - had
+        took = await until_received(hooks, had + waiting, limit=600)
+        sent = hooks.received() - had
+        _, out_of_order = hooks.results()
         print(f"backlog of {waiting}: {sent} delivered in {took:.1f} s = {sent / took:.0f} "
-              f"deliveries/s to one receiver, out of order {hook.out_of_order()}, server CPU "
-              f"per delivery {(cpu() - before) / max(sent, 1) * 1000:.2f} ms")
-        await hook.stop()
+              f"deliveries/s to one receiver, out of order {out_of_order}, server CPU "
+              f"per delivery {(cpu() - before) / max(sent, 1) * 1000:.2f} ms; {load()}")
+        hooks.stop()
+
+
+class StreamLags:
+    """One member stream of the table per org (its clerk's), each frame's lag from its row's
+    write (`createdAt`) to its arrival here."""
+
+    def __init__(self, server: Server, world: App, count: int) -> None:
+        self.server, self.world = server, world
+        self.tokens = world.clerks[:count]
+        self.lags: list[float] = []
+        self.tasks: list[asyncio.Task[None]] = []
+        self.connected = 0
+
+    async def start(self) -> None:
+        self.tasks = [asyncio.create_task(self._read(token)) for token in self.tokens]
+        deadline = time.monotonic() + 30
+        while self.connected < len(self.tokens) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+
+    async def _read(self, token: str) -> None:
+        path = f"/{self.world.name}/autocrud/events/subscribe"
+        async with httpx.AsyncClient(base_url=self.server.url, timeout=None) as client, \
+                client.stream("GET", path, headers={"Authorization": f"Bearer {token}",
+                                                   "Accept": "text/event-stream"}) as response:
+            self.connected += 1
+            async for line in response.aiter_lines():
+                if line.startswith("data:") and '"createdAt"' in line:
+                    row = json.loads(line[5:]).get("row") or {}
+                    if row.get("createdAt"):
+                        self.lags.append(time.time() - _epoch(row["createdAt"]))
+
+    def report(self) -> str:
+        lags, self.lags = self.lags, []
+        return (f"{len(lags)} frames, lag p50 {pct(lags, .5) * 1000:.0f} ms p99 "
+                f"{pct(lags, .99) * 1000:.0f} ms")
+
+    async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        for task in self.tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
 
 async def many_webhooks(server: Server, db: Database, args: argparse.Namespace) -> None:
     with app(server, args.orgs, "many") as world:
-        receivers = []
+        print(f"many webhooks: {load()} at the start")
+        # The feed's streams: one member stream per org, first with no webhook, then with
+        # the webhooks delivering the same writes (bench.fanout measures streams at scale;
+        # this shows the webhooks leave their lag as it was).
+        streams = StreamLags(server, world, args.orgs)
+        await streams.start()
+        before, began = tree_cpu_seconds(server.pid), time.monotonic()
+        await write(server, world, args.many_rate, args.seconds)
+        await asyncio.sleep(1.0)
+        print(f"  {args.orgs} member streams, no webhook, {args.many_rate:.0f} writes/s for "
+              f"{args.seconds:.0f} s (reached {WRITTEN[-1]:.0f}/s): {streams.report()}, server CPU "
+              f"{(tree_cpu_seconds(server.pid) - before) / (time.monotonic() - began) * 100:.0f}"
+              f"% of a core")
         roles = ["viewer", "auditor", "reviewer"]
-        for i in range(args.hooks):
-            hook = HookReceiver(f"h{i}", ("A",))
-            await hook.start()
-            world.hook(hook.url, world.orgs[i % args.orgs], roles[i % 3])
-            receivers.append(hook)
+        hooks = Hooks(args.hooks)
+        for i, url in enumerate(hooks.urls):
+            world.hook(url, world.orgs[i % args.orgs], roles[i % 3])
         await asyncio.sleep(3)  # every webhook leased
         before, began = tree_cpu_seconds(server.pid), time.monotonic()
-        n = await write(server, world, args.many_rate, args.seconds)
+        n = await write(server, world, args.many_rate, args.seconds, start=10_000_000)
         expected = sum(1 for k in range(n) for i in range(args.hooks)
                        if k % args.orgs == i % args.orgs and not (roles[i % 3] == "reviewer"
                                                                   and k % 5 == 0))
-        await until_received(receivers, expected)
+        await until_received(hooks, expected)
         took = time.monotonic() - began
-        lags = [x for h in receivers for x in h.lags]
-        got = sum(len(h.first_seen()) for h in receivers)
+        lags, out_of_order = hooks.results()
+        got = hooks.received()
         print(f"{args.hooks} webhooks over {args.orgs} orgs, 3 roles, {args.many_rate:.0f} "
-              f"writes/s for {args.seconds:.0f} s: {got} of {expected} deliveries "
+              f"writes/s for {args.seconds:.0f} s (reached {WRITTEN[-1]:.0f}/s): {got} of "
+              f"{expected} deliveries "
               f"({got / took:.0f}/s), lag p50 {pct(lags, .5) * 1000:.0f} ms p99 "
-              f"{pct(lags, .99) * 1000:.0f} ms, out of order "
-              f"{sum(h.out_of_order() for h in receivers)}, server CPU "
-              f"{(tree_cpu_seconds(server.pid) - before) / took * 100:.0f}% of a core")
-        for hook in receivers:
-            await hook.stop()
+              f"{pct(lags, .99) * 1000:.0f} ms, out of order {out_of_order}, server CPU "
+              f"{(tree_cpu_seconds(server.pid) - before) / took * 100:.0f}% of a core; "
+              f"{load()}")
+        print(f"  the same {args.orgs} member streams meanwhile: {streams.report()}")
+        await streams.stop()
+        hooks.stop()
 
 
 async def main_async(args: argparse.Namespace) -> None:

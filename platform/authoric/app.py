@@ -50,7 +50,7 @@ from authoric.realtime.hub import Hub
 from authoric.realtime.stream_leases import StreamLeases
 from authoric.serving.handoff import start_handoff
 from authoric.settings import Settings
-from authoric.webhooks.worker import Deliverer, Tee
+from authoric.webhooks.worker import WORKER_CONNECTIONS, Deliverer, Tee
 
 # Net allocations of tracked objects between two young collections (CPython's default: 700).
 # A request frees nearly everything it allocates by reference counting, but at 50 connections
@@ -114,6 +114,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.stream_leases = StreamLeases(engine, settings)
         settle_collector()
         deliverer = app.state.webhooks = Deliverer(settings, engine, source, snapshots, counted)
+        # The delivery worker's connections: a few of its own, so a hundred webhooks woken by
+        # one batch queue among themselves, not ahead of the requests on the request pool.
+        webhook_pool = (await open_pool(libpq_url(url), WORKER_CONNECTIONS,
+                                        session_settings(settings))
+                        if settings.webhook_delivery else None)
+        deliverer.pool = webhook_pool
         sequencer.start()
         source.start(Tee(hub, deliverer))
         if settings.webhook_delivery:
@@ -134,6 +140,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             # By now uvicorn has stopped accepting, streams have ended (sse-starlette sees the
             # shutdown) and in-flight requests have finished or the grace period is over.
             await deliverer.stop()
+            if webhook_pool is not None:
+                await webhook_pool.close()
             await source.stop()
             await hub.close()
             await sequencer.stop()

@@ -14,7 +14,7 @@ import asyncio
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import asyncpg
@@ -92,6 +92,16 @@ class Shop:
         return list(expect(self.admin.get(f"{self.hooks_path}/{uid}/deliveries?limit=1000"),
                            200)["items"])
 
+    def wait_deliveries(self, uid: str, check: Callable[[list[dict[str, Any]]], bool],
+                        timeout: float = 30) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while True:
+            log = self.deliveries(uid)
+            if check(log):
+                return log
+            assert time.monotonic() < deadline, f"the deliveries log never got there: {log}"
+            time.sleep(0.05)
+
     def wait_status(self, uid: str, status: str, timeout: float = 30) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -114,6 +124,26 @@ def shop(hooks_server: ServerProcess, client: httpx.Client) -> Iterator[Shop]:
 
 def positions(received: list[Any]) -> list[int]:
     return [int(r.id) for r in received]
+
+
+def metric(server: ServerProcess, name: str, uid: str) -> float | None:
+    """A webhook's metric on /metrics (None: not there)."""
+    text = httpx.get(f"{server.url}/metrics",
+                     headers={"Authorization": f"Bearer {server.admin_token}"}).text
+    prefix = f'{name}{{webhook="{uid}"}} '
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            return float(line[len(prefix):])
+    return None
+
+
+def let_go(server: ServerProcess, uid: str, timeout: float = 30) -> None:
+    """Wait until no process delivers the webhook (its holder let it go): from then on
+    nothing can be sent to it until a claim takes it again, which only an active one gets."""
+    deadline = time.monotonic() + timeout
+    while metric(server, "authoric_webhook_delivering", uid) != 0:
+        assert time.monotonic() < deadline, "the server still delivers the webhook"
+        time.sleep(0.05)
 
 
 def test_operator_creates_a_webhook_and_gets_each_change_signed_in_order(shop: Shop) -> None:
@@ -162,7 +192,8 @@ def test_a_failing_receiver_holds_back_later_events_and_order_holds_under_retrie
     # Every request in arrival order: the first position five times, then each once.
     ids = [r.id for r in receiver.received()]
     assert ids[:6] == [ids[0]] * 6 and ids[5:] == [g.id for g in got]
-    log = shop.deliveries(made["uid"])
+    # A run of successes is recorded just after it is sent (webhooks/worker.py): wait for it.
+    log = shop.wait_deliveries(made["uid"], lambda log: len(log) >= 11)
     first = [d for d in log if d["position"] == ids[0]]
     assert sorted(d["attempt"] for d in first) == [1, 2, 3, 4, 5, 6]
     answers = [(d["status"], d["error"]) for d in sorted(first, key=lambda d: d["attempt"])]
@@ -170,16 +201,19 @@ def test_a_failing_receiver_holds_back_later_events_and_order_holds_under_retrie
     assert all(d["durationMs"] >= 0 and d["at"] for d in log)
 
 
-def test_a_paused_webhook_resumed_skips_nothing(shop: Shop) -> None:
-    receiver = shop.receiver()
+def test_a_paused_webhook_resumed_skips_nothing(shop: Shop,
+                                                hooks_server: ServerProcess) -> None:
+    receiver, control = shop.receiver(), shop.receiver()
     made = shop.hook(receiver)
+    shop.hook(control)  # stays active: shows when the writes below have been delivered
     shop.insert(shop.north_clerk, "before")
     receiver.wait_count(1)
     path = f"{shop.hooks_path}/{made['uid']}"
     assert expect(shop.admin.patch(path, json={"status": "paused"}), 200)["status"] == "paused"
+    let_go(hooks_server, made["uid"])
     paused = [shop.insert(shop.north_clerk, f"while-{i}") for i in range(3)]
-    time.sleep(1.5)  # a paused webhook sends nothing, however long it waits
-    assert len(receiver.first_seen()) == 1
+    control.wait_count(4)  # the worker has read and delivered the writes made while paused
+    assert len(receiver.first_seen()) == 1  # ... but not to the paused webhook
     expect(shop.admin.patch(path, json={"status": "active"}), 200)
     got = receiver.wait_count(4)
     assert [g.json()["row"]["uid"] for g in got[1:]] == [r["uid"] for r in paused]
@@ -316,7 +350,7 @@ def test_a_redirect_is_not_followed_and_counts_as_a_failure(shop: Shop) -> None:
 
 
 def test_after_the_retry_window_a_webhook_is_failing_until_the_operator_resumes_it(
-        shop: Shop) -> None:
+        shop: Shop, hooks_server: ServerProcess) -> None:
     expect(shop.admin.patch(shop.world.base, json={"settings": {"webhookRetryHours": 0.0003}}),
            200)  # about a second
     receiver = shop.receiver()
@@ -325,9 +359,11 @@ def test_after_the_retry_window_a_webhook_is_failing_until_the_operator_resumes_
     rows = [shop.insert(shop.north_clerk, f"N-{i}") for i in range(2)]
     failing = shop.wait_status(made["uid"], "failing")
     assert failing["failingSince"] is not None
-    count = len(receiver.received())
-    time.sleep(1.0)  # failing: nothing more is tried
-    assert len(receiver.received()) == count
+    let_go(hooks_server, made["uid"])  # failing: nothing more is tried
+    # Every attempt the receiver got is in the log, none made after the webhook turned failing.
+    attempts = shop.deliveries(made["uid"])
+    assert len(receiver.received()) == len(attempts) == max(d["attempt"] for d in attempts)
+    assert all(d["status"] == 500 for d in attempts)
     receiver.answer = None
     expect(shop.admin.patch(f"{shop.hooks_path}/{made['uid']}", json={"status": "active"}), 200)
     got = receiver.wait_count(2)
@@ -394,6 +430,7 @@ def test_metrics_show_each_webhooks_deliveries_failures_and_lag(shop: Shop,
     assert f'authoric_webhook_failures_total{{webhook="{made["uid"]}"}} 1.0' in text
     assert f'authoric_webhook_lag_positions{{webhook="{made["uid"]}"}}' in text
     assert f'authoric_webhook_lag_seconds{{webhook="{made["uid"]}"}}' in text
+    assert f'authoric_webhook_delivering{{webhook="{made["uid"]}"}} 1.0' in text
 
 
 

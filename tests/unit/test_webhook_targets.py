@@ -1,6 +1,8 @@
 """The SSRF rules of webhook delivery (webhooks/targets.py), with an injected resolver: a
 name resolved on every attempt, private answers refused, and the connection made to the
-address just checked, with the name in the Host header."""
+address just checked, with the name in the Host header.
+And the kept connections (webhooks/connections.py): reused per host while the receiver keeps
+them, a new one once it closed its end."""
 
 from __future__ import annotations
 
@@ -175,3 +177,86 @@ def test_a_redirect_is_not_followed() -> None:
         return response
 
     assert asyncio.run(go()).status_code == 302
+
+
+class KeepAlive:
+    """An HTTP/1.1 receiver on loopback that keeps connections open (as most do): counts the
+    connections it accepted and the requests it answered; `close_after` ends each connection
+    after that many answers."""
+
+    def __init__(self, close_after: int = 0) -> None:
+        self.connections = 0
+        self.answered = 0
+        self.close_after = close_after
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        served = 0
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                await reader.readexactly(length)
+                self.answered += 1
+                served += 1
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+                if self.close_after and served >= self.close_after:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        writer.close()
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+
+async def _statuses(transport: PinnedTransport, url: str, count: int) -> list[int]:
+    out = []
+    for _ in range(count):
+        response = await transport.handle_async_request(httpx.Request("POST", url, content=b"{}"))
+        body = b"".join([chunk async for chunk in response.aiter_raw()])
+        await response.aclose()
+        assert body == b"ok"
+        out.append(response.status_code)
+        await asyncio.sleep(0.05)  # a receiver's close, if any, is seen before the next
+    return out
+
+
+def test_deliveries_to_one_host_reuse_its_kept_connection() -> None:
+    async def go() -> tuple[list[int], int]:
+        receiver = KeepAlive()
+        port = await receiver.start()
+        transport = PinnedTransport(allow_private=True)
+        try:
+            return await _statuses(transport, f"http://127.0.0.1:{port}/hook", 5), \
+                receiver.connections
+        finally:
+            await transport.aclose()
+            await receiver.stop()
+
+    statuses, connections = asyncio.run(go())
+    assert statuses == [200] * 5 and connections == 1
+
+
+def test_a_connection_the_receiver_closed_is_not_reused() -> None:
+    async def go() -> tuple[list[int], int]:
+        receiver = KeepAlive(close_after=2)
+        port = await receiver.start()
+        transport = PinnedTransport(allow_private=True)
+        try:
+            return await _statuses(transport, f"http://127.0.0.1:{port}/hook", 5), \
+                receiver.connections
+        finally:
+            await transport.aclose()
+            await receiver.stop()
+
+    statuses, connections = asyncio.run(go())
+    assert statuses == [200] * 5 and connections == 3

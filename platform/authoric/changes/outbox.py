@@ -43,15 +43,19 @@ class OutboxSource:
                 and not relay.conn.is_closed())
 
     @asynccontextmanager
-    async def _driver(self) -> AsyncIterator[asyncpg.Connection]:
+    async def _driver(self, given: asyncpg.Connection | None) -> AsyncIterator[asyncpg.Connection]:
+        if given is not None:
+            yield given
+            return
         async with self.engine.connect() as conn:
             yield (await conn.get_raw_connection()).driver_connection
 
-    async def bounds(self) -> tuple[int, int]:
-        async with self._driver() as conn:
-            return await reader.bounds(conn)
+    async def bounds(self, conn: asyncpg.Connection | None = None) -> tuple[int, int]:
+        async with self._driver(conn) as raw:
+            return await reader.bounds(raw)
 
     async def entries(self, app_uid: uuid.UUID, tables: Sequence[str], org_uid: uuid.UUID | None,
-                      after: int, upto: int, limit: int) -> list[Change]:
-        async with self._driver() as conn:
-            return await reader.changes_in(conn, app_uid, tables, org_uid, after, upto, limit)
+                      after: int, upto: int, limit: int,
+                      conn: asyncpg.Connection | None = None) -> list[Change]:
+        async with self._driver(conn) as raw:
+            return await reader.changes_in(raw, app_uid, tables, org_uid, after, upto, limit)

@@ -200,6 +200,10 @@ class Metrics:
         self.webhook_lag_seconds = live(
             "authoric_webhook_lag_seconds",
             "age of a webhook's oldest change not yet delivered (0: none waiting)", "webhook")
+        self.webhook_delivering = live(
+            "authoric_webhook_delivering", "processes delivering the webhook now (holding its "
+            "lease): 1, or 0 once its holder let it go (paused, failing, deleted, lost)",
+            "webhook")
 
     # --- counted as things happen ---------------------------------------------------------
 
@@ -255,6 +259,9 @@ class Metrics:
     def webhook_lag(self, webhook: str, positions: int, seconds: float) -> None:
         self.webhook_lag_positions.labels(webhook).set(positions)
         self.webhook_lag_seconds.labels(webhook).set(seconds)
+
+    def webhook_running(self, webhook: str, delivering: bool) -> None:
+        self.webhook_delivering.labels(webhook).set(1 if delivering else 0)
 
     def feed_stage(self, stage: str, seconds: float) -> None:
         self.feed.observe(stage, seconds)

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import asyncpg
+
 from authoric.db.changelog import BULK, SCHEMA
 
 # A position as text (a client's Last-Event-ID, a head a NOTIFY names): ASCII digits only, at
@@ -83,11 +85,15 @@ class Source(Protocol):
         """Changes reach the sink now (readiness)."""
         ...
 
-    async def bounds(self) -> tuple[int, int]:
-        """(head, horizon): the highest position, and the highest one retention removed."""
+    async def bounds(self, conn: asyncpg.Connection | None = None) -> tuple[int, int]:
+        """(head, horizon): the highest position, and the highest one retention removed.
+        `conn`: read there (a caller that holds a connection: the webhook worker); else on
+        a connection of the source's own."""
         ...
 
     async def entries(self, app_uid: uuid.UUID, tables: Sequence[str], org_uid: uuid.UUID | None,
-                      after: int, upto: int, limit: int) -> list[Change]:
-        """Changes of `tables` in (after, upto], of one org (None: every org), at most `limit`."""
+                      after: int, upto: int, limit: int,
+                      conn: asyncpg.Connection | None = None) -> list[Change]:
+        """Changes of `tables` in (after, upto], of one org (None: every org), at most `limit`
+        (`conn` as for `bounds`)."""
         ...

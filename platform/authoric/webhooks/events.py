@@ -22,7 +22,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
+import asyncpg
 
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
@@ -30,7 +30,7 @@ from authoric.catalog.types import rfc3339
 from authoric.db.changelog import DELETE
 from authoric.plan.request import ExpandPaths, parse_expand
 from authoric.policy.principal import Principal
-from authoric.realtime.judge import Memo, ReadClass, judge_orgs
+from authoric.realtime.judge import Connect, Memo, ReadClass, judge_orgs
 from authoric.realtime.operator import judge_for_operator
 from authoric.realtime.source import RESYNC_REASONS, Change
 from authoric.wire import json_bytes
@@ -113,10 +113,14 @@ def _render(audience: Audience, table: CompiledTable, change: Change,
     return body(audience, table.name, change, type=change.op, row=row)
 
 
-async def deliveries(conn: AsyncConnection, snapshot: AppSnapshot, audience: Audience,
-                     changes: Sequence[Change], judging: Judging) -> list[Delivery]:
+async def deliveries(connect: Connect, raw: asyncpg.Connection | None, snapshot: AppSnapshot,
+                     audience: Audience, changes: Sequence[Change],
+                     judging: Judging) -> list[Delivery]:
     """The deliveries for `changes` (ascending positions), in position order: one statement
-    per table and org of the batch, whatever the number of its changes."""
+    per table and org of the batch, whatever the number of its changes. `raw` (an asyncpg
+    connection of the request path's pool): a role's judging runs there as SQL text compiled
+    once per shape, as the hub's does (realtime/judge.py); `connect` gives a SQLAlchemy
+    connection for the rest, asked for only when needed."""
     by_table: dict[str, list[Change]] = defaultdict(list)
     for change in changes:
         if wanted(audience, change) and change.table in snapshot.tables:
@@ -126,18 +130,19 @@ async def deliveries(conn: AsyncConnection, snapshot: AppSnapshot, audience: Aud
         table = snapshot.tables[name]
         if audience.role is None:
             frames = await judge_for_operator(
-                conn, table, own,
+                await connect() if raw is None or audience.expand else None, table, own,
                 lambda t, c, row: _render(audience, t, c, row, True),
-                snapshot, audience.expand)
+                snapshot, audience.expand, raw, judging.memo(snapshot, name).statements)
         else:
-            frames = await _as_role(conn, snapshot, table, audience, own, judging)
+            frames = await _as_role(connect, raw, snapshot, table, audience, own, judging)
         out += [Delivery(f.pos, f.data) for f in frames]
     out.sort(key=lambda d: d.pos)
     return out
 
 
-async def _as_role(conn: AsyncConnection, snapshot: AppSnapshot, table: CompiledTable,
-                   audience: Audience, changes: Sequence[Change], judging: Judging) -> list[Any]:
+async def _as_role(connect: Connect, raw: asyncpg.Connection | None, snapshot: AppSnapshot,
+                   table: CompiledTable, audience: Audience, changes: Sequence[Change],
+                   judging: Judging) -> list[Any]:
     role = audience.role
     assert role is not None
     classes: dict[Any, list[ReadClass]] = {}
@@ -145,12 +150,8 @@ async def _as_role(conn: AsyncConnection, snapshot: AppSnapshot, table: Compiled
         principal = Principal(audience.app_uid, None, org, None, (role,))
         key: Hashable = ("webhook", org, role, audience.expand)
         classes[org] = [ReadClass(key, principal, audience.expand)]
-
-    async def connect() -> AsyncConnection:
-        return conn
-
     judged = await judge_orgs(connect, snapshot, table, classes, changes,
-                              judging.memo(snapshot, table.name),
+                              judging.memo(snapshot, table.name), raw,
                               render=lambda t, cls, c, row, seen: _render(audience, t, c, row,
                                                                           seen))
     return [f for frames in judged.values() for f in frames]

@@ -7,6 +7,7 @@ receiver drops duplicates by it. Secrets are `whsec_` + base64 of 24 random byte
 from __future__ import annotations
 
 import base64
+import functools
 import secrets
 from datetime import UTC, datetime
 
@@ -28,5 +29,11 @@ def signed_headers(secret: str, msg_id: str, body: bytes, at: float) -> dict[str
         "content-type": "application/json",
         "webhook-id": msg_id,
         "webhook-timestamp": str(int(at)),
-        "webhook-signature": Webhook(secret).sign(msg_id, when, body),
+        "webhook-signature": _signer(secret).sign(msg_id, when, body),
     }
+
+
+@functools.lru_cache(maxsize=1024)
+def _signer(secret: str) -> Webhook:
+    """The signer of a secret, its key decoded once (not on every delivery)."""
+    return Webhook(secret)

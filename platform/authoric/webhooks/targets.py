@@ -9,9 +9,9 @@ and TLS SNI the name, so nothing resolves the name a second time and a DNS answe
 changes between the check and the connection (rebinding) cannot steer it. Redirects are not
 followed (httpx does not by default; a 3xx is a failed delivery).
 
-Each host gets its own connection pool (keep-alive per receiver), keyed by scheme, name and
-port; the pool's connections are keyed by the address, so a host whose address changed gets
-a new connection.
+Each host gets its own pool of keep-alive connections (webhooks/connections.py), keyed by
+scheme, name and port; a connection is reused only for the address it was opened to, so a host
+whose address changed gets a new connection.
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import ssl
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 import httpx
 
 from authoric.errors import ValidationFailed
+from authoric.webhooks.connections import Host, exchange, opened
 
 Resolve = Callable[[str, int], Awaitable[list[str]]]
 SCHEMES = {"http": 80, "https": 443}
@@ -124,25 +126,33 @@ class PinnedTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, resolve: Resolve = resolve_host, allow_private: bool = False) -> None:
         self.resolve, self.allow_private = resolve, allow_private
-        self.pools: dict[tuple[str, str, int], httpx.AsyncHTTPTransport] = {}
+        self.hosts: dict[tuple[str, str, int], Host] = {}
+        self._tls: ssl.SSLContext | None = None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
-        scheme, host = url.scheme, url.host
+        scheme, name = url.scheme, url.host
         port = url.port or SCHEMES.get(scheme, 0)
         if scheme not in SCHEMES:
             raise TargetRefused(f"scheme {scheme!r} is not http or https")
-        address = await checked_address(host, port, self.resolve, self.allow_private)
-        pool = self.pools.get((scheme, host, port))
-        if pool is None:
-            pool = self.pools[(scheme, host, port)] = httpx.AsyncHTTPTransport(retries=0)
-        # The Host header was set from the name when the request was built; the URL now names
-        # the checked address, so the connection goes there with no second lookup.
-        request.url = url.copy_with(host=address)
-        request.extensions = {**request.extensions, "sni_hostname": host}
-        return await pool.handle_async_request(request)
+        address = await checked_address(name, port, self.resolve, self.allow_private)
+        host = self.hosts.get((scheme, name, port))
+        if host is None:
+            host = self.hosts[(scheme, name, port)] = Host(scheme, name, port)
+        # The Host header was set from the name when the request was built; the connection
+        # goes to the checked address, with no second lookup.
+        conn = host.take(address)
+        if conn is None:
+            conn = await opened(host, address, request, self._context() if scheme == "https"
+                                else None)
+        return await exchange(host, conn, request)
+
+    def _context(self) -> ssl.SSLContext:
+        if self._tls is None:
+            self._tls = ssl.create_default_context()
+        return self._tls
 
     async def aclose(self) -> None:
-        for pool in self.pools.values():
-            await pool.aclose()
-        self.pools.clear()
+        for host in self.hosts.values():
+            host.close()
+        self.hosts.clear()

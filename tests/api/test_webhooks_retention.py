@@ -1,0 +1,88 @@
+"""A webhook that keeps failing longer than the change log keeps its entries (contract section
+8): when its receiver answers again, it first gets a `resync` `backfill_expired`, never a
+silent skip over the entries retention removed.
+
+Callers: the operator (admin token) makes the webhook; a clerk writes invoices. The server
+here keeps changes 1 s (AUTHORIC_CHANGE_RETENTION=1) on a database of its own, retries after
+at most 50-200 ms, and retention runs when the sequencer takes the lead: the test ends the
+sequencer's connection once the first changes are older than a second, as the feed's
+retention test does (tests/api/test_subscribe.py).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.receivers import Received, Receiver
+from tests.scenario import AppWorld, expect
+from tests.servers import start_server
+from tests.sse import db_value, drop_database, fresh_database, terminate
+
+
+def _poll(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
+    """Wait for a database condition (the database sends no signal for these)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_a_webhook_failing_past_the_logs_retention_gets_backfill_expired_then_the_rest(
+        database_url: str, tmp_path: Path) -> None:
+    url = fresh_database(database_url)
+    proc = start_server(url, tmp_path, AUTHORIC_CHANGE_RETENTION="1",
+                        AUTHORIC_WEBHOOK_ALLOW_PRIVATE="true", AUTHORIC_WEBHOOK_DELIVERY="true",
+                        AUTHORIC_WEBHOOK_RETRY_BASE="0.05", AUTHORIC_WEBHOOK_RETRY_MAX="0.2")
+    accepted: list[Received] = []
+    failing = threading.Event()
+    failing.set()
+
+    def answer(got: Received) -> tuple[int, dict[str, str]]:
+        if failing.is_set():
+            return 500, {}
+        accepted.append(got)
+        return 200, {}
+
+    receiver = Receiver(answer=answer).start()
+    try:
+        with httpx.Client(base_url=proc.url, timeout=30) as client:
+            world = AppWorld.create(proc, client)
+            world.table("invoices", [{"name": "number", "type": "text", "required": True}])
+            org = world.org("Northwind")
+            world.role("clerk", ["invoices:*"])
+            clerk = world.caller(org, ["clerk"])
+            made = expect(world.admin.post(f"{world.base}/webhooks", json={
+                "url": receiver.url, "tables": ["invoices"]}), 201)
+            old = [expect(clerk.post(world.rows("invoices"), json={"number": f"old-{i}"}), 201)
+                   for i in range(3)]
+            receiver.wait_for(lambda _: len(receiver.received()) >= 2, what="retries")
+            last_old = int(db_value(url, "SELECT max(pos) FROM authoric.changes"))
+            _poll(lambda: db_value(url, "SELECT count(*) FROM authoric.changes WHERE pos <= $1 "
+                                        "AND created_at >= now() - interval '1.5 seconds'",
+                                   last_old) == 0, "the first changes to be older than 1.5 s")
+            assert terminate(url, "authoric-sequencer")  # the next leader runs retention first
+            _poll(lambda: (db_value(url, "SELECT pos FROM authoric.log_horizon WHERE id = 1")
+                           or 0) >= last_old, "retention")
+            horizon = int(db_value(url, "SELECT pos FROM authoric.log_horizon WHERE id = 1"))
+            after = expect(clerk.post(world.rows("invoices"), json={"number": "after"}), 201)
+            failing.clear()
+            receiver.wait_for(lambda _: any(r.json().get("row", {}).get("uid") == after["uid"]
+                                            for r in accepted), what="the change after")
+            bodies: list[dict[str, Any]] = [r.json() for r in accepted]
+            assert bodies[0] == {**bodies[0], "type": "resync", "reason": "backfill_expired",
+                                 "position": str(horizon)}
+            assert accepted[0].id == str(horizon)
+            assert [b.get("row", {}).get("uid") for b in bodies[1:]] == [after["uid"]]
+            assert not {o["uid"] for o in old} & {b.get("row", {}).get("uid") for b in bodies}
+            got = expect(world.admin.get(f"{world.base}/webhooks/{made['uid']}"), 200)
+            assert got["status"] == "active"
+    finally:
+        receiver.stop()
+        proc.stop()
+        drop_database(url)
