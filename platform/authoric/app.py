@@ -48,6 +48,7 @@ from authoric.observability.metrics import Metrics
 from authoric.plan.runner import open_pool
 from authoric.realtime.hub import Hub
 from authoric.realtime.stream_leases import StreamLeases
+from authoric.realtime.verdicts import Verdicts
 from authoric.serving.handoff import start_handoff
 from authoric.settings import Settings
 from authoric.webhooks.worker import WORKER_CONNECTIONS, Deliverer, Tee
@@ -120,6 +121,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                         session_settings(settings))
                         if settings.webhook_delivery else None)
         deliverer.pool = webhook_pool
+        # Webhooks judged as a read class that a stream here has just judged reuse its verdicts.
+        hub.verdicts = deliverer.verdicts = Verdicts()
         sequencer.start()
         source.start(Tee(hub, deliverer))
         if settings.webhook_delivery:

@@ -327,6 +327,57 @@ def test_a_role_webhook_sees_exactly_what_a_members_stream_of_that_role_sees(sho
     assert made["role"] == "viewer"
 
 
+def judged_by(server: ServerProcess, uid: str) -> dict[str, float]:
+    """A webhook's `authoric_webhook_judged_changes_total` by whose re-read judged them."""
+    text = httpx.get(f"{server.url}/metrics",
+                     headers={"Authorization": f"Bearer {server.admin_token}"}).text
+    found = {}
+    for line in text.splitlines():
+        if line.startswith("authoric_webhook_judged_changes_total{") and f'"{uid}"' in line:
+            labels, value = line.split("} ")
+            by = labels.split('by="')[1].split('"')[0]
+            found[by] = float(value)
+    return found
+
+
+def test_a_role_webhook_reuses_the_verdicts_of_a_stream_of_its_read_class(shop: Shop) -> None:
+    """One re-read per read class: with a viewer's stream open in North, the viewer webhook
+    takes the stream's verdicts instead of re-reading, and still gets what the stream gets."""
+    receiver = shop.receiver()
+    made = shop.hook(receiver, role="viewer", org=shop.north)
+    viewer = shop.world.caller(shop.north, ["viewer"])
+    stream = SSEClient(shop.world.server.url, f"{shop.world.rows('invoices')}/subscribe",
+                       viewer.token)
+    try:
+        stream.wait_connected()
+        # The first change is judged by the webhook itself: only then does it ask the hub to
+        # keep its class's verdicts.
+        first = shop.insert(shop.north_clerk, "N-0")
+        receiver.wait_for(lambda g: any(r.json().get("row", {}).get("uid") == first["uid"]
+                                        for r in g))
+        written = []
+        for n in range(5):  # one at a time: each a batch of its own, judged by the hub first
+            row = shop.insert(shop.north_clerk, f"N-{n + 1}",
+                              status="draft" if n == 2 else "received")
+            written.append(row)
+            if n != 2:
+                stream.wait_for_change(row["uid"], "insert")
+                receiver.wait_for(lambda g, uid=row["uid"]: any(
+                    r.json().get("row", {}).get("uid") == uid for r in g))
+        got = receiver.received()
+        events = [e for e in stream.events() if e.event in (None, "message") and e.id]
+        assert [(int(r.id), r.json()["row"]) for r in got] == [
+            (int(e.id), e.data["row"]) for e in events]
+        assert all(r.json()["row"]["amount"] == "[redacted]" for r in got)
+        assert written[2]["uid"] not in str([r.json() for r in got])  # the draft: hidden
+        counts = judged_by(shop.world.server, made["uid"])
+        assert counts.get("webhook", 0) >= 1  # the first
+        assert counts.get("stream", 0) >= 1, counts
+        assert counts.get("stream", 0) + counts.get("webhook", 0) == 6
+    finally:
+        stream.close()
+
+
 def test_a_bulk_update_sends_one_resync_per_org_it_ran_in(shop: Shop) -> None:
     receiver = shop.receiver()
     shop.hook(receiver)

@@ -204,6 +204,10 @@ class Metrics:
             "authoric_webhook_delivering", "processes delivering the webhook now (holding its "
             "lease): 1, or 0 once its holder let it go (paused, failing, deleted, lost)",
             "webhook")
+        self.webhook_judged = counter(
+            "authoric_webhook_judged_changes", "changes judged for a role's webhook, by whose "
+            "re-read: `stream` (a stream of the same read class had just been judged for them, "
+            "and the webhook reused its verdicts) or `webhook` (its own)", "webhook", "by")
 
     # --- counted as things happen ---------------------------------------------------------
 
@@ -255,6 +259,12 @@ class Metrics:
 
     def webhook_delivered(self, webhook: str, ok: bool) -> None:
         (self.webhook_deliveries if ok else self.webhook_failures).labels(webhook).inc()
+
+    def webhook_judging(self, webhook: str, shared: int, own: int) -> None:
+        if shared:
+            self.webhook_judged.labels(webhook, "stream").inc(shared)
+        if own:
+            self.webhook_judged.labels(webhook, "webhook").inc(own)
 
     def webhook_lag(self, webhook: str, positions: int, seconds: float) -> None:
         self.webhook_lag_positions.labels(webhook).set(positions)

@@ -43,6 +43,7 @@ from authoric.realtime.judge import Frame, Memo, ReadClass, frame, judge_orgs
 from authoric.realtime.kept import KeptConnection
 from authoric.realtime.operator import judge_for_operator
 from authoric.realtime.source import Change
+from authoric.realtime.verdicts import Verdicts
 
 log = logging.getLogger("authoric.hub")
 JUDGE_BATCH = 500  # changes judged per statement
@@ -350,6 +351,9 @@ class Hub:
         self.observe_stage: Callable[[str, float], None] | None = None
         # Told which apps' roles, members or keys changed (`policy_changed`).
         self.policy_listeners: list[Callable[[set[uuid.UUID] | None], None]] = []
+        # Where the judge records its verdicts for the read classes this process's webhooks
+        # judge as (realtime/verdicts.py); app.py shares it with the webhook worker.
+        self.verdicts: Verdicts | None = None
 
     @property
     def pool(self) -> asyncpg.Pool | None:
@@ -577,7 +581,7 @@ class Hub:
             for attempt in range(1 + RETRIES):
                 try:
                     frames = await judge_orgs(conns.connect, snapshot, table, classes, changes,
-                                              memo, conns.raw)
+                                              memo, conns.raw, keep=self.verdicts)
                     break
                 except CONNECTION_LOST:
                     # A read, so it may run again, as REST's reads do (plan/runner.py).

@@ -64,6 +64,7 @@ from authoric.policy.decision import Decision
 from authoric.policy.principal import Principal
 from authoric.realtime.expansion import expand_for_classes
 from authoric.realtime.source import RESYNC_REASONS, Change
+from authoric.realtime.verdicts import Verdicts
 from authoric.wire import json_bytes
 
 
@@ -142,7 +143,8 @@ Connect = Callable[[], Awaitable[AsyncConnection]]
 async def judge_orgs(connect: Connect, snapshot: AppSnapshot, table: CompiledTable,
                      classes: Mapping[Any, Sequence[ReadClass]], changes: Sequence[Change],
                      memo: Memo | None = None, raw: asyncpg.Connection | None = None,
-                     render: Render | None = None) -> dict[Hashable, list[Frame]]:
+                     render: Render | None = None,
+                     keep: Verdicts | None = None) -> dict[Hashable, list[Frame]]:
     """`judge`, with the classes already grouped by org (the hub keeps that grouping), so a
     batch only ever looks at the classes of its own orgs.
 
@@ -153,6 +155,8 @@ async def judge_orgs(connect: Connect, snapshot: AppSnapshot, table: CompiledTab
     statement is built and run through SQLAlchemy. The SQL is the same either way.
     The result has an entry only for the classes of the batch's orgs.
     `render` makes each event's bytes (default: the SSE frame; webhooks render their body).
+    `keep` (the hub's): where each class a webhook asked for records its verdicts, which
+    that webhook then reuses instead of re-reading (realtime/verdicts.py).
     """
     render = _event if render is None else render
     memo = Memo() if memo is None else memo
@@ -182,9 +186,13 @@ async def judge_orgs(connect: Connect, snapshot: AppSnapshot, table: CompiledTab
         encoded: dict[tuple[int, int, bool], Frame | None] = {}
         for i, cls in enumerate(live):
             frames = out[cls.key]
+            scope = (snapshot.uid, snapshot.version, table.name, cls.key)
+            kept = keep if keep is not None and keep.wanted(scope) else None
             for change in own:
                 row = rows[i].get(change.row_uid)
                 seen = (i, change.pos) in gone
+                if kept is not None:
+                    kept.keep(scope, change, row, seen)
                 key = (change.pos, id(row), seen)
                 if key in encoded:
                     made = encoded[key]

@@ -8,9 +8,16 @@ judged as the row stood, `expand`). Without a role it receives the operator's vi
 (`realtime.operator`, section 2a: every row, unredacted, with its `org`), its `expand` read
 as the operator reads the referenced tables.
 
+Where a stream of this process is in the same read class (the same org, roles, `expand`, and
+the same values of the principal attributes the policies use), the webhook takes the verdicts
+the hub's judge has just reached for that stream instead of re-reading the rows itself
+(realtime/verdicts.py): one re-read per read class per batch, shared. An org whose changes
+the hub has not all judged in the last moment is re-read here, as it is with no stream.
+
 Each event is rendered straight into its delivery body, once per delivery pass. A retry in a
-later pass judges the change again (contract section 8: re-read at delivery), so its body
-shows the row as it stands then, under the same `webhook-id` (the position).
+later pass judges the change again (contract section 8: re-read at delivery; a verdict is
+reused for 2 s at most, and a retry waits 5 s at least), so its body shows the row as it
+stands then, under the same `webhook-id` (the position).
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections import defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,9 +37,11 @@ from authoric.catalog.types import rfc3339
 from authoric.db.changelog import DELETE
 from authoric.plan.request import ExpandPaths, parse_expand
 from authoric.policy.principal import Principal
-from authoric.realtime.judge import Connect, Memo, ReadClass, judge_orgs
+from authoric.realtime.classes import class_key
+from authoric.realtime.judge import Connect, Frame, Memo, ReadClass, judge_orgs
 from authoric.realtime.operator import judge_for_operator
 from authoric.realtime.source import RESYNC_REASONS, Change
+from authoric.realtime.verdicts import Verdicts
 from authoric.wire import json_bytes
 
 EXPIRED = "backfill_expired"
@@ -64,6 +73,10 @@ class Judging:
 
     version: int = -1
     memos: dict[str, Memo] = field(default_factory=dict)
+    # Changes judged since the worker last looked (metrics): taken from a stream's verdicts,
+    # and re-read by the webhook itself.
+    shared: int = 0
+    own: int = 0
 
     def memo(self, snapshot: AppSnapshot, table: str) -> Memo:
         if snapshot.version != self.version:
@@ -114,13 +127,14 @@ def _render(audience: Audience, table: CompiledTable, change: Change,
 
 
 async def deliveries(connect: Connect, raw: asyncpg.Connection | None, snapshot: AppSnapshot,
-                     audience: Audience, changes: Sequence[Change],
-                     judging: Judging) -> list[Delivery]:
+                     audience: Audience, changes: Sequence[Change], judging: Judging,
+                     verdicts: Verdicts | None = None) -> list[Delivery]:
     """The deliveries for `changes` (ascending positions), in position order: one statement
     per table and org of the batch, whatever the number of its changes. `raw` (an asyncpg
     connection of the request path's pool): a role's judging runs there as SQL text compiled
     once per shape, as the hub's does (realtime/judge.py); `connect` gives a SQLAlchemy
-    connection for the rest, asked for only when needed."""
+    connection for the rest, asked for only when needed. `verdicts`: the hub's, reused for
+    the orgs a stream of the same read class has just been judged for."""
     by_table: dict[str, list[Change]] = defaultdict(list)
     for change in changes:
         if wanted(audience, change) and change.table in snapshot.tables:
@@ -134,7 +148,8 @@ async def deliveries(connect: Connect, raw: asyncpg.Connection | None, snapshot:
                 lambda t, c, row: _render(audience, t, c, row, True),
                 snapshot, audience.expand, raw, judging.memo(snapshot, name).statements)
         else:
-            frames = await _as_role(connect, raw, snapshot, table, audience, own, judging)
+            frames = await _as_role(connect, raw, snapshot, table, audience, own, judging,
+                                    verdicts)
         out += [Delivery(f.pos, f.data) for f in frames]
     out.sort(key=lambda d: d.pos)
     return out
@@ -142,16 +157,38 @@ async def deliveries(connect: Connect, raw: asyncpg.Connection | None, snapshot:
 
 async def _as_role(connect: Connect, raw: asyncpg.Connection | None, snapshot: AppSnapshot,
                    table: CompiledTable, audience: Audience, changes: Sequence[Change],
-                   judging: Judging) -> list[Any]:
+                   judging: Judging, verdicts: Verdicts | None) -> list[Frame]:
+    """The role's frames for one table's changes: per org, from a stream's fresh verdicts for
+    the same read class when the hub has them all, else judged here (one statement per org)."""
     role = audience.role
     assert role is not None
+    by_org: dict[uuid.UUID, list[Change]] = defaultdict(list)
+    for change in changes:
+        by_org[change.org_uid].append(change)
+    frames: list[Frame] = []
     classes: dict[Any, list[ReadClass]] = {}
-    for org in {c.org_uid for c in changes}:
+    for org, own in by_org.items():
         principal = Principal(audience.app_uid, None, org, None, (role,))
-        key: Hashable = ("webhook", org, role, audience.expand)
-        classes[org] = [ReadClass(key, principal, audience.expand)]
-    judged = await judge_orgs(connect, snapshot, table, classes, changes,
-                              judging.memo(snapshot, table.name), raw,
-                              render=lambda t, cls, c, row, seen: _render(audience, t, c, row,
-                                                                          seen))
-    return [f for frames in judged.values() for f in frames]
+        cls = ReadClass(class_key(snapshot, table.name, principal, audience.expand), principal,
+                        audience.expand)
+        found = None
+        if verdicts is not None:
+            scope = (snapshot.uid, snapshot.version, table.name, cls.key)
+            verdicts.want(scope)
+            found = verdicts.reused(scope, own)
+        if found is None:
+            classes[org] = [cls]
+            judging.own += len(own)
+            continue
+        judging.shared += len(own)
+        for change, verdict in zip(own, found, strict=True):
+            data = _render(audience, table, change, verdict.row, verdict.seen)
+            if data is not None:
+                frames.append(Frame(change.pos, data, change.at))
+    if classes:
+        judged = await judge_orgs(connect, snapshot, table, classes, changes,
+                                  judging.memo(snapshot, table.name), raw,
+                                  render=lambda t, cls, c, row, seen: _render(audience, t, c,
+                                                                              row, seen))
+        frames += [f for own_frames in judged.values() for f in own_frames]
+    return frames

@@ -65,6 +65,7 @@ from authoric.catalog.types import rfc3339
 from authoric.db import tables as t
 from authoric.observability.metrics import Metrics
 from authoric.realtime.source import Change, Sink, Source
+from authoric.realtime.verdicts import Verdicts
 from authoric.settings import Settings
 from authoric.webhooks.backoff import retry_delay
 from authoric.webhooks.events import Audience, Delivery, Judging, audience_of, deliveries, expired, wanted
@@ -217,6 +218,9 @@ class Deliverer:
     # The worker's own pool (`WORKER_CONNECTIONS`), where its statements run; app.py opens it.
     # Without one (a worker built alone) they run on the engine's connections.
     pool: asyncpg.Pool | None = None
+    # The hub's recent verdicts, shared by app.py: a webhook judged as a read class that a
+    # stream of this process has just judged reuses them (realtime/verdicts.py).
+    verdicts: Verdicts | None = None
     _tokens: list[uuid.UUID] = field(default_factory=list)  # the leases' tokens held
     _task: asyncio.Task[None] | None = None
     _transport: PinnedTransport | None = None
@@ -411,7 +415,12 @@ class Deliverer:
                                                     app["version"])
             raw = None if self.pool is None else await stack.enter_async_context(
                 self.pool.acquire())
-            return await deliveries(connect, raw, snapshot, audience, changes, judging)
+            sends = await deliveries(connect, raw, snapshot, audience, changes, judging,
+                                     self.verdicts)
+            if self.metrics is not None and audience.role is not None:
+                self.metrics.webhook_judging(str(row["uid"]), judging.shared, judging.own)
+            judging.shared = judging.own = 0
+            return sends
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _sent(self, row: dict[str, Any], app: dict[str, Any], sent: Sent,
@@ -526,8 +535,12 @@ class Tee:
         return self.hub.empty() and not self.webhooks.delivering()
 
     async def dispatch(self, changes: Sequence[Change], read_at: float) -> None:
-        self.webhooks.heard(changes)
-        await self.hub.dispatch(changes, read_at)
+        # The hub first: a webhook woken after it finds the verdicts of the streams of its
+        # read class already kept (realtime/verdicts.py) and re-reads nothing they covered.
+        try:
+            await self.hub.dispatch(changes, read_at)
+        finally:
+            self.webhooks.heard(changes)
 
     async def policy_changed(self, app_uids: set[uuid.UUID] | None) -> None:
         # Webhooks judge each batch on the app's version read with it: nothing to re-read.
