@@ -371,9 +371,9 @@ def test_a_role_webhook_reuses_the_verdicts_of_a_stream_of_its_read_class(shop: 
         assert all(r.json()["row"]["amount"] == "[redacted]" for r in got)
         assert written[2]["uid"] not in str([r.json() for r in got])  # the draft: hidden
         counts = judged_by(shop.world.server, made["uid"])
-        assert counts.get("webhook", 0) >= 1  # the first
-        assert counts.get("stream", 0) >= 1, counts
-        assert counts.get("stream", 0) + counts.get("webhook", 0) == 6
+        assert counts.get("own", 0) >= 1  # the first
+        assert counts.get("shared", 0) >= 1, counts
+        assert counts.get("shared", 0) + counts.get("own", 0) == 6
     finally:
         stream.close()
 

@@ -206,8 +206,8 @@ class Metrics:
             "webhook")
         self.webhook_judged = counter(
             "authoric_webhook_judged_changes", "changes judged for a role's webhook, by whose "
-            "re-read: `stream` (a stream of the same read class had just been judged for them, "
-            "and the webhook reused its verdicts) or `webhook` (its own)", "webhook", "by")
+            "re-read: `shared` (a stream or webhook of the same read class had just been judged "
+            "for them, and its verdicts were reused) or `own`", "webhook", "by")
 
     # --- counted as things happen ---------------------------------------------------------
 
@@ -262,9 +262,9 @@ class Metrics:
 
     def webhook_judging(self, webhook: str, shared: int, own: int) -> None:
         if shared:
-            self.webhook_judged.labels(webhook, "stream").inc(shared)
+            self.webhook_judged.labels(webhook, "shared").inc(shared)
         if own:
-            self.webhook_judged.labels(webhook, "webhook").inc(own)
+            self.webhook_judged.labels(webhook, "own").inc(own)
 
     def webhook_lag(self, webhook: str, positions: int, seconds: float) -> None:
         self.webhook_lag_positions.labels(webhook).set(positions)

@@ -11,8 +11,9 @@ as the operator reads the referenced tables.
 Where a stream of this process is in the same read class (the same org, roles, `expand`, and
 the same values of the principal attributes the policies use), the webhook takes the verdicts
 the hub's judge has just reached for that stream instead of re-reading the rows itself
-(realtime/verdicts.py): one re-read per read class per batch, shared. An org whose changes
-the hub has not all judged in the last moment is re-read here, as it is with no stream.
+(realtime/verdicts.py): one re-read per read class per batch, shared. Webhooks of the same
+role and `expand` share theirs the same way. An org whose changes nobody of its class has
+judged in the last moment is re-read here, as it is with no stream.
 
 Each event is rendered straight into its delivery body, once per delivery pass. A retry in a
 later pass judges the change again (contract section 8: re-read at delivery; a verdict is
@@ -73,8 +74,8 @@ class Judging:
 
     version: int = -1
     memos: dict[str, Memo] = field(default_factory=dict)
-    # Changes judged since the worker last looked (metrics): taken from a stream's verdicts,
-    # and re-read by the webhook itself.
+    # Changes judged since the worker last looked (metrics): taken from the verdicts of a
+    # stream or another webhook of the same read class, and re-read by the webhook itself.
     shared: int = 0
     own: int = 0
 
@@ -158,8 +159,9 @@ async def deliveries(connect: Connect, raw: asyncpg.Connection | None, snapshot:
 async def _as_role(connect: Connect, raw: asyncpg.Connection | None, snapshot: AppSnapshot,
                    table: CompiledTable, audience: Audience, changes: Sequence[Change],
                    judging: Judging, verdicts: Verdicts | None) -> list[Frame]:
-    """The role's frames for one table's changes: per org, from a stream's fresh verdicts for
-    the same read class when the hub has them all, else judged here (one statement per org)."""
+    """The role's frames for one table's changes: per org, from the fresh verdicts of a stream
+    or webhook of the same read class when they cover them all, else judged here (one
+    statement per org), and kept for the others of the class."""
     role = audience.role
     assert role is not None
     by_org: dict[uuid.UUID, list[Change]] = defaultdict(list)
@@ -189,6 +191,7 @@ async def _as_role(connect: Connect, raw: asyncpg.Connection | None, snapshot: A
         judged = await judge_orgs(connect, snapshot, table, classes, changes,
                                   judging.memo(snapshot, table.name), raw,
                                   render=lambda t, cls, c, row, seen: _render(audience, t, c,
-                                                                              row, seen))
+                                                                              row, seen),
+                                  keep=verdicts)
         frames += [f for own_frames in judged.values() for f in own_frames]
     return frames
