@@ -147,6 +147,10 @@ class HookReceiver:
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             writer.close()
+        except asyncio.CancelledError:
+            # The receivers' loop is ending with this connection open: end quietly (asyncio's
+            # stream callback would log a cancelled handler as an error).
+            writer.close()
 
     def first_seen(self) -> list[tuple[int, str | None]]:
         """Each webhook-id once, in the order first received (a receiver's dedup)."""

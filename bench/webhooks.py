@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.webhooks                   # both scenarios
     .venv/bin/python -m bench.webhooks --only one        # one webhook only
 
-On a fresh embedded PostgreSQL, one `authoric serve` process (AUTHORIC_WORKERS=1, private
+On a fresh embedded PostgreSQL, one `authoric serve` process (`--workers`: 1, private
 targets allowed), receivers on loopback in a process of their own (bench.chaos's HookReceiver:
 HTTP/1.1 keep-alive, answers 200 at once). In this process, with the writers, a receiver
 answered late whenever the writers had the CPU, and one webhook's deliveries, one at a time,
@@ -18,7 +18,10 @@ went at the pace of those answers.
 - many: `--hooks` (100) webhooks over `--orgs` (50) orgs, each judged as one of 3 roles (one
   with a row policy, one with redaction), REST creates at `--many-rate` (200/s) spread over
   the orgs: lag p50/p99 over every delivery; and one member stream per org, whose lag is
-  measured first with no webhook, then while the webhooks deliver the same writes.
+  measured first with no webhook, then while the webhooks deliver the same writes. With
+  `--streams roles`, the streams are instead one per webhook, of a member of its org holding
+  its role: each webhook's read class then has a stream, whose verdicts it reuses
+  (realtime/verdicts.py); the printout gives the changes judged `shared` and `own`.
 Everything shares this machine's cores; figures are for comparison on one machine.
 """
 
@@ -43,6 +46,7 @@ import httpx
 
 from bench.chaos import HookReceiver, _epoch
 from bench.harness import Database, Server, database, running_server, tree_cpu_seconds
+from bench.sse_clients import RawHttp, SseClient, note_control, open_subscribers, subscribe_request
 
 COLUMNS = [{"name": "number", "type": "text", "required": True},
            {"name": "status", "type": "text", "default": "open"},
@@ -70,6 +74,18 @@ class App:
     admin: httpx.Client
     orgs: list[str]
     clerks: list[str]  # one clerk token per org
+
+    def member(self, org: int, role: str) -> str:
+        """An access token of a new member of org number `org` holding `role`."""
+        base = f"/admin/apps/{self.name}"
+        email = f"{role}{org}@example.com"
+        user = self.admin.post(f"{base}/users", json={"email": email,
+                                                      "password": "correct horse"}).json()
+        self.admin.put(f"{base}/orgs/{self.orgs[org]}/members/{user['uid']}",
+                       json={"roles": [role]}).raise_for_status()
+        return str(self.admin.post(f"/{self.name}/auth/token", json={
+            "email": email, "password": "correct horse", "org": self.orgs[org]}
+        ).json()["access_token"])
 
     def hook(self, url: str, org: str | None, role: str | None) -> str:
         made = self.admin.post(f"/admin/apps/{self.name}/webhooks",
@@ -118,31 +134,32 @@ WRITTEN: list[float] = []  # the rate each `write` reached (a loaded machine fal
 
 
 async def write(server: Server, world: App, rate: float, seconds: float, start: int = 0) -> int:
-    """REST creates at `rate`/s for `seconds`, round-robin over the orgs' clerks: how many."""
+    """REST creates at `rate`/s for `seconds`, round-robin over the orgs' clerks: how many.
+    Over 32 raw keep-alive connections (bench.sse_clients.RawHttp): with httpx's client the
+    load generator, not the server, set the pace (about 130 of 200 writes/s)."""
     total = int(rate * seconds)
     path = f"/{world.name}/autocrud/events"
     began = time.monotonic()
     counter = itertools.count(start)
-    limits = httpx.Limits(max_connections=32, max_keepalive_connections=32)
-    async with httpx.AsyncClient(base_url=server.url, timeout=60, limits=limits) as client:
-        # 32 senders, each taking the next write when its time comes (thousands of requests
-        # queued in httpx's pool at once cost the load generator quadratic CPU).
-        async def sender() -> None:
+
+    # 32 senders, each taking the next write when its time comes.
+    async def sender() -> None:
+        conn = RawHttp(server.host, server.port)
+        try:
             for n in counter:
                 if n - start >= total:
                     return
                 await asyncio.sleep(max(0.0, began + (n - start) / rate - time.monotonic()))
-                token = world.clerks[n % len(world.clerks)]
-                body = {"number": f"n{n}", "amount": "1.50",
-                        "status": "draft" if n % 5 == 0 else "open"}
-                auth = {"Authorization": f"Bearer {token}"}
-                try:
-                    response = await client.post(path, json=body, headers=auth)
-                except httpx.TransportError:  # the server ended a kept-alive connection as
-                    response = await client.post(path, json=body, headers=auth)  # it went out
-                response.raise_for_status()
+                body = json.dumps({"number": f"n{n}", "amount": "1.50",
+                                   "status": "draft" if n % 5 == 0 else "open"}).encode()
+                status, _ = await conn.request("POST", path, world.clerks[n % len(world.clerks)],
+                                               body)
+                if status != 201:
+                    raise SystemExit(f"a write answered HTTP {status}")
+        finally:
+            await conn.close()
 
-        await asyncio.gather(*(sender() for _ in range(32)))
+    await asyncio.gather(*(sender() for _ in range(32)))
     WRITTEN.append(total / (time.monotonic() - began))
     return total
 
@@ -295,33 +312,29 @@ async def one_webhook(server: Server, db: Database, args: argparse.Namespace) ->
 
 
 class StreamLags:
-    """One member stream of the table per org (its clerk's), each frame's lag from its row's
-    write (`createdAt`) to its arrival here."""
+    """Member streams of the table (raw sockets, bench.sse_clients), each frame's lag from its
+    row's write (`createdAt`) to its arrival here."""
 
-    def __init__(self, server: Server, world: App, count: int) -> None:
+    def __init__(self, server: Server, world: App, tokens: list[str]) -> None:
         self.server, self.world = server, world
-        self.tokens = world.clerks[:count]
+        self.tokens = tokens
         self.lags: list[float] = []
-        self.tasks: list[asyncio.Task[None]] = []
-        self.connected = 0
+        self.clients: list[SseClient] = []
 
     async def start(self) -> None:
-        self.tasks = [asyncio.create_task(self._read(token)) for token in self.tokens]
-        deadline = time.monotonic() + 30
-        while self.connected < len(self.tokens) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-
-    async def _read(self, token: str) -> None:
         path = f"/{self.world.name}/autocrud/events/subscribe"
-        async with httpx.AsyncClient(base_url=self.server.url, timeout=None) as client, \
-                client.stream("GET", path, headers={"Authorization": f"Bearer {token}",
-                                                   "Accept": "text/event-stream"}) as response:
-            self.connected += 1
-            async for line in response.aiter_lines():
-                if line.startswith("data:") and '"createdAt"' in line:
-                    row = json.loads(line[5:]).get("row") or {}
-                    if row.get("createdAt"):
-                        self.lags.append(time.time() - _epoch(row["createdAt"]))
+        host, port = self.server.host, self.server.port
+        self.clients = await open_subscribers(
+            host, port, [(subscribe_request(host, port, path, token), None)
+                         for token in self.tokens], self._block)
+
+    def _block(self, client: SseClient, block: bytes, arrival: float) -> None:
+        at = block.find(b'"createdAt":"')
+        if at < 0:
+            note_control(client, block)
+            return
+        stamp = block[at + 13:block.index(b'"', at + 13)].decode()
+        self.lags.append(time.time() - _epoch(stamp))
 
     def report(self) -> str:
         lags, self.lags = self.lags, []
@@ -329,11 +342,9 @@ class StreamLags:
                 f"{pct(lags, .99) * 1000:.0f} ms")
 
     async def stop(self) -> None:
-        for task in self.tasks:
-            task.cancel()
-        for task in self.tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        for client in self.clients:
+            if client.transport is not None:
+                client.transport.close()
 
 
 async def many_webhooks(server: Server, db: Database, args: argparse.Namespace) -> None:
@@ -342,19 +353,23 @@ async def many_webhooks(server: Server, db: Database, args: argparse.Namespace) 
         # The feed's streams: one member stream per org, first with no webhook, then with
         # the webhooks delivering the same writes (bench.fanout measures streams at scale;
         # this shows the webhooks leave their lag as it was).
-        streams = StreamLags(server, world, args.orgs)
+        roles = ["viewer", "auditor", "reviewer"]
+        hooked = [(i % args.orgs, roles[i % 3]) for i in range(args.hooks)]  # org, role
+        tokens = (world.clerks[:args.orgs] if args.streams == "clerks"
+                  else [world.member(org, role) for org, role in hooked])
+        streams = StreamLags(server, world, tokens)
         await streams.start()
         before, began = tree_cpu_seconds(server.pid), time.monotonic()
         await write(server, world, args.many_rate, args.seconds)
         await asyncio.sleep(1.0)
-        print(f"  {args.orgs} member streams, no webhook, {args.many_rate:.0f} writes/s for "
-              f"{args.seconds:.0f} s (reached {WRITTEN[-1]:.0f}/s): {streams.report()}, server CPU "
+        print(f"  {len(tokens)} member streams ({args.streams}), no webhook, "
+              f"{args.many_rate:.0f} writes/s for {args.seconds:.0f} s (reached "
+              f"{WRITTEN[-1]:.0f}/s): {streams.report()}, server CPU "
               f"{(tree_cpu_seconds(server.pid) - before) / (time.monotonic() - began) * 100:.0f}"
               f"% of a core")
-        roles = ["viewer", "auditor", "reviewer"]
         hooks = Hooks(args.hooks)
-        for i, url in enumerate(hooks.urls):
-            world.hook(url, world.orgs[i % args.orgs], roles[i % 3])
+        for url, (org, role) in zip(hooks.urls, hooked, strict=True):
+            world.hook(url, world.orgs[org], role)
         await asyncio.sleep(3)  # every webhook leased
         before, began = tree_cpu_seconds(server.pid), time.monotonic()
         n = await write(server, world, args.many_rate, args.seconds, start=10_000_000)
@@ -372,14 +387,31 @@ async def many_webhooks(server: Server, db: Database, args: argparse.Namespace) 
               f"{pct(lags, .99) * 1000:.0f} ms, out of order {out_of_order}, server CPU "
               f"{(tree_cpu_seconds(server.pid) - before) / took * 100:.0f}% of a core; "
               f"{load()}")
-        print(f"  the same {args.orgs} member streams meanwhile: {streams.report()}")
+        print(f"  the same {len(tokens)} member streams meanwhile: {streams.report()}")
+        judged = judged_by(server)
+        print(f"  changes judged for the webhooks: {judged.get('shared', 0):.0f} shared with a "
+              f"stream or webhook of the same read class, {judged.get('own', 0):.0f} re-read "
+              f"by the webhook")
         await streams.stop()
         hooks.stop()
 
 
+def judged_by(server: Server) -> dict[str, float]:
+    """`authoric_webhook_judged_changes_total` summed over the webhooks, by `by`."""
+    text = httpx.get(f"{server.url}/metrics",
+                     headers={"Authorization": f"Bearer {server.admin_token}"}).text
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("authoric_webhook_judged_changes_total{"):
+            labels, value = line.rsplit(" ", 1)
+            by = labels.split('by="')[1].split('"')[0]
+            totals[by] = totals.get(by, 0.0) + float(value)
+    return totals
+
+
 async def main_async(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="authoric-bench-webhooks-"))
-    env = {"AUTHORIC_WEBHOOK_ALLOW_PRIVATE": "true", "AUTHORIC_WORKERS": "1"}
+    env = {"AUTHORIC_WEBHOOK_ALLOW_PRIVATE": "true", "AUTHORIC_WORKERS": str(args.workers)}
     with database(work) as db, running_server(work, db, env) as server:
         if args.only in (None, "one"):
             await one_webhook(server, db, args)
@@ -396,6 +428,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hooks", type=int, default=100)
     parser.add_argument("--orgs", type=int, default=50)
     parser.add_argument("--many-rate", type=float, default=200.0)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="server processes (AUTHORIC_WORKERS); with more than one, a "
+                             "webhook and the streams of its read class may sit in different "
+                             "processes and share nothing")
+    parser.add_argument("--streams", choices=("clerks", "roles"), default="clerks",
+                        help="many: one clerk stream per org, or one stream per webhook "
+                             "holding its role in its org (its read class)")
     args = parser.parse_args(argv)
     asyncio.run(main_async(args))
 
