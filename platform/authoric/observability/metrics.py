@@ -187,6 +187,7 @@ class Metrics:
             "authoric_api_key_last_used_writes",
             "lastUsedAt writes started, at most one a minute per API key and process")
         self._children: dict[tuple[str, str, int], Any] = {}
+        self._webhook_children: dict[tuple[str, bool], Any] = {}
         # Webhooks (webhooks/worker.py), by webhook uid. Only the process holding a webhook's
         # lease sets its lag; a process that lets one go sets it to 0, so the sum is its lag.
         self.webhook_deliveries = counter(
@@ -258,7 +259,14 @@ class Metrics:
         self.request_pool_waiting.set(len(getattr(queue, "_getters", ()) or ()))
 
     def webhook_delivered(self, webhook: str, ok: bool) -> None:
-        (self.webhook_deliveries if ok else self.webhook_failures).labels(webhook).inc()
+        key = (webhook, ok)
+        child = self._webhook_children.get(key)
+        if child is None:  # `labels()` costs a few microseconds, on every delivery
+            if len(self._webhook_children) >= 8192:
+                self._webhook_children.clear()
+            child = self._webhook_children[key] = (
+                self.webhook_deliveries if ok else self.webhook_failures).labels(webhook)
+        child.inc()
 
     def webhook_judging(self, webhook: str, shared: int, own: int) -> None:
         if shared:

