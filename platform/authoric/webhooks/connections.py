@@ -49,8 +49,11 @@ class Connection:
             event = self.h11.next_event()
             if event is not h11.NEED_DATA:
                 return event
-            async with asyncio.timeout(timeout):
+            if timeout is None:  # bounded by the caller (the worker's whole attempt)
                 data = await self.reader.read(READ)
+            else:
+                async with asyncio.timeout(timeout):
+                    data = await self.reader.read(READ)
             self.h11.receive_data(data)
 
 

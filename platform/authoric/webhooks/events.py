@@ -26,7 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,12 +127,18 @@ def _render(audience: Audience, table: CompiledTable, change: Change,
     return body(audience, table.name, change, type=change.op, row=row)
 
 
-async def deliveries(connect: Connect, raw: asyncpg.Connection | None, snapshot: AppSnapshot,
+# The worker's asyncpg connection, taken from its pool when a statement is to run (None: no
+# pool; the statements then run on `connect`'s SQLAlchemy connection).
+RawConnect = Callable[[], Awaitable[asyncpg.Connection | None]]
+
+
+async def deliveries(connect: Connect, raw_connect: RawConnect, snapshot: AppSnapshot,
                      audience: Audience, changes: Sequence[Change], judging: Judging,
                      verdicts: Verdicts | None = None) -> list[Delivery]:
     """The deliveries for `changes` (ascending positions), in position order: one statement
-    per table and org of the batch, whatever the number of its changes. `raw` (an asyncpg
-    connection of the request path's pool): a role's judging runs there as SQL text compiled
+    per table and org of the batch, whatever the number of its changes. `raw_connect` gives
+    an asyncpg connection of the worker's pool, asked for only when a statement is to run
+    (not when every org's verdicts are reused): the judging runs there as SQL text compiled
     once per shape, as the hub's does (realtime/judge.py); `connect` gives a SQLAlchemy
     connection for the rest, asked for only when needed. `verdicts`: the hub's, reused for
     the orgs a stream of the same read class has just been judged for."""
@@ -144,19 +150,20 @@ async def deliveries(connect: Connect, raw: asyncpg.Connection | None, snapshot:
     for name, own in by_table.items():
         table = snapshot.tables[name]
         if audience.role is None:
+            raw = await raw_connect()
             frames = await judge_for_operator(
                 await connect() if raw is None or audience.expand else None, table, own,
                 lambda t, c, row: _render(audience, t, c, row, True),
                 snapshot, audience.expand, raw, judging.memo(snapshot, name).statements)
         else:
-            frames = await _as_role(connect, raw, snapshot, table, audience, own, judging,
-                                    verdicts)
+            frames = await _as_role(connect, raw_connect, snapshot, table, audience, own,
+                                    judging, verdicts)
         out += [Delivery(f.pos, f.data) for f in frames]
     out.sort(key=lambda d: d.pos)
     return out
 
 
-async def _as_role(connect: Connect, raw: asyncpg.Connection | None, snapshot: AppSnapshot,
+async def _as_role(connect: Connect, raw_connect: RawConnect, snapshot: AppSnapshot,
                    table: CompiledTable, audience: Audience, changes: Sequence[Change],
                    judging: Judging, verdicts: Verdicts | None) -> list[Frame]:
     """The role's frames for one table's changes: per org, from the fresh verdicts of a stream
@@ -189,7 +196,7 @@ async def _as_role(connect: Connect, raw: asyncpg.Connection | None, snapshot: A
                 frames.append(Frame(change.pos, data, change.at))
     if classes:
         judged = await judge_orgs(connect, snapshot, table, classes, changes,
-                                  judging.memo(snapshot, table.name), raw,
+                                  judging.memo(snapshot, table.name), await raw_connect(),
                                   render=lambda t, cls, c, row, seen: _render(audience, t, c,
                                                                               row, seen),
                                   keep=verdicts)

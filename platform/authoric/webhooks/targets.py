@@ -17,6 +17,7 @@ whose address changed gets a new connection.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import socket
 import ssl
@@ -45,6 +46,7 @@ async def resolve_host(host: str, port: int) -> list[str]:
 NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # well-known prefix: an IPv4 address inside
 
 
+@functools.lru_cache(maxsize=4096)  # a pure judgement of a string, asked on every attempt
 def refusal(address: str) -> str | None:
     """Why a delivery to `address` is refused, or None for a public address. Only globally
     routable unicast addresses pass: shared (100.64.0.0/10), documentation, benchmarking and
@@ -113,6 +115,7 @@ async def checked_address(host: str, port: int, resolve: Resolve, allow_private:
     return addresses[0]
 
 
+@functools.lru_cache(maxsize=4096)  # parsing the host is a tenth of an attempt's checks
 def _is_address(host: str) -> bool:
     try:
         ipaddress.ip_address(host.strip("[]"))

@@ -225,6 +225,9 @@ class Deliverer:
     _task: asyncio.Task[None] | None = None
     _transport: PinnedTransport | None = None
     _urls: dict[str, httpx.URL] = field(default_factory=dict)  # each target parsed once
+    # The last position the relay handed on (every entry up to it has been through the hub),
+    # and when (monotonic).
+    _heard: tuple[int, float] = (0, 0.0)
 
     def start(self) -> None:
         self._transport = PinnedTransport(self.resolve, self.settings.webhook_allow_private)
@@ -252,7 +255,10 @@ class Deliverer:
         return bool(self.running)
 
     def heard(self, changes: Sequence[Change]) -> None:
-        """A batch the relay handed on: wake the webhooks it concerns."""
+        """A batch the relay handed on (after the hub judged it): wake the webhooks it
+        concerns."""
+        if changes:
+            self._heard = (changes[-1].pos, time.monotonic())
         for running in self.running.values():
             if running.audience is None or any(wanted(running.audience, c) for c in changes):
                 running.wake.set()
@@ -366,7 +372,8 @@ class Deliverer:
                    "settings": json.loads(settings) if isinstance(settings, str) else settings}
             audience = audience_of(row, app["name"])
             changes = await self.source.entries(row["app_uid"], audience.tables,
-                                                audience.org_uid, row["cursor"], LAST, BATCH, raw)
+                                                audience.org_uid, row["cursor"], self._upto(),
+                                                BATCH, raw)
             # The bounds after the entries: retention moves the horizon in the transaction
             # that deletes, so a horizon still at or below the cursor now means the entries
             # just read were all there.
@@ -398,6 +405,14 @@ class Deliverer:
             await self._record(row, sent, last)
         return None
 
+    def _upto(self) -> int:
+        """The last log position a pass reads: while the relay hands batches on, the last it
+        handed, so a pass never reads ahead of the hub and re-reads rows a stream of its read
+        class is about to judge (realtime/verdicts.py); once the relay has been silent for
+        `POLL`, the whole log (nothing to share, and a stalled relay never holds webhooks up)."""
+        pos, at = self._heard
+        return pos if self.verdicts is not None and time.monotonic() - at < POLL else LAST
+
     async def _judged(self, row: dict[str, Any], app: dict[str, Any], audience: Audience,
                       changes: Sequence[Change], judging: Judging) -> list[Delivery]:
         """The deliveries for `changes`, judged on the app's version read with the webhook."""
@@ -414,9 +429,17 @@ class Deliverer:
             if snapshot is None or snapshot.version != app["version"]:
                 snapshot = await self.snapshots.get(await connect(), row["app_uid"],
                                                     app["version"])
-            raw = None if self.pool is None else await stack.enter_async_context(
-                self.pool.acquire())
-            sends = await deliveries(connect, raw, snapshot, audience, changes, judging,
+            raw: asyncpg.Connection | None = None
+
+            async def raw_connect() -> asyncpg.Connection | None:
+                # Taken only when a statement runs: a batch whose verdicts a stream of its
+                # read class already reached waits for none of the pool's connections.
+                nonlocal raw
+                if raw is None and self.pool is not None:
+                    raw = await stack.enter_async_context(self.pool.acquire())
+                return raw
+
+            sends = await deliveries(connect, raw_connect, snapshot, audience, changes, judging,
                                      self.verdicts)
             if self.metrics is not None and audience.role is not None:
                 self.metrics.webhook_judging(str(row["uid"]), judging.shared, judging.own)
@@ -531,8 +554,10 @@ def delivery_request(urls: dict[str, httpx.URL], url: str, headers: dict[str, st
         target = urls[url] = httpx.URL(url)
     raw = [(b"host", target.netloc), (b"content-length", str(len(body)).encode()),
            *[(name.encode(), value.encode()) for name, value in headers.items()]]
+    # No read timeout of its own: the attempt's `asyncio.timeout(TIMEOUT)` bounds the whole
+    # exchange, and a timer set again on every read of the socket was a tenth of its CPU.
     return httpx.Request("POST", target, headers=raw, stream=httpx.ByteStream(body),
-                         extensions={"timeout": {"connect": TIMEOUT, "read": TIMEOUT}})
+                         extensions={"timeout": {"connect": TIMEOUT, "read": None}})
 
 
 class _Lost(Exception):
