@@ -287,14 +287,22 @@ def test_a_replay_while_a_delivery_is_in_flight_is_not_skipped_by_that_delivery(
     assert ids[:2] == [got[0].id, got[1].id] and ids[2:5] == [r.id for r in got]
 
 
-def test_a_role_webhook_sees_exactly_what_a_members_stream_of_that_role_sees(shop: Shop) -> None:
+def viewer_webhook_and_stream(shop: Shop, **hook: Any) -> tuple[Receiver, dict[str, Any],
+                                                                 SSEClient]:
+    """A viewer webhook (with `hook`'s fields) to a new receiver, and a North viewer's stream
+    of the table, connected."""
     receiver = shop.receiver()
-    made = shop.hook(receiver, role="viewer")
+    made = shop.hook(receiver, role="viewer", **hook)
     viewer = shop.world.caller(shop.north, ["viewer"])
     stream = SSEClient(shop.world.server.url, f"{shop.world.rows('invoices')}/subscribe",
                        viewer.token)
+    stream.wait_connected()
+    return receiver, made, stream
+
+
+def test_a_role_webhook_sees_exactly_what_a_members_stream_of_that_role_sees(shop: Shop) -> None:
+    receiver, made, stream = viewer_webhook_and_stream(shop)
     try:
-        stream.wait_connected()
         shown = shop.insert(shop.north_clerk, "N-1")
         # Both re-read at delivery: let both see N-1 before it is deleted.
         stream.wait_for_change(shown["uid"], "insert")
@@ -343,13 +351,8 @@ def judged_by(server: ServerProcess, uid: str) -> dict[str, float]:
 def test_a_role_webhook_reuses_the_verdicts_of_a_stream_of_its_read_class(shop: Shop) -> None:
     """One re-read per read class: with a viewer's stream open in North, the viewer webhook
     takes the stream's verdicts instead of re-reading, and still gets what the stream gets."""
-    receiver = shop.receiver()
-    made = shop.hook(receiver, role="viewer", org=shop.north)
-    viewer = shop.world.caller(shop.north, ["viewer"])
-    stream = SSEClient(shop.world.server.url, f"{shop.world.rows('invoices')}/subscribe",
-                       viewer.token)
+    receiver, made, stream = viewer_webhook_and_stream(shop, org=shop.north)
     try:
-        stream.wait_connected()
         # The first change is judged by the webhook itself: only then does it ask the hub to
         # keep its class's verdicts.
         first = shop.insert(shop.north_clerk, "N-0")
