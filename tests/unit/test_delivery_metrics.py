@@ -48,3 +48,28 @@ def test_an_operator_scraping_sees_each_frame_and_each_feed_latency_counted_once
     assert feed_lines(counted) == expected
     # Counted once: a second scrape adds nothing.
     assert feed_lines(counted) == expected
+
+
+def webhook_lines(metrics: Metrics) -> list[str]:
+    text = metrics.render(FIGURES, 0).decode()
+    return sorted(line for line in text.splitlines()
+                  if line.startswith(("authoric_webhook_deliveries_total",
+                                      "authoric_webhook_failures_total",
+                                      "authoric_webhook_judged_changes_total")))
+
+
+def test_an_operator_scraping_sees_every_delivery_and_judged_change_of_each_webhook() -> None:
+    metrics = Metrics()
+    for _ in range(3):
+        metrics.webhook_delivered("w1", True)
+    metrics.webhook_delivered("w1", False)
+    metrics.webhook_delivered("w2", True)
+    metrics.webhook_judging("w1", shared=5, own=2)
+    metrics.webhook_judging("w1", shared=1, own=0)
+    assert webhook_lines(metrics) == sorted([
+        'authoric_webhook_deliveries_total{webhook="w1"} 3.0',
+        'authoric_webhook_deliveries_total{webhook="w2"} 1.0',
+        'authoric_webhook_failures_total{webhook="w1"} 1.0',
+        'authoric_webhook_judged_changes_total{by="shared",webhook="w1"} 6.0',
+        'authoric_webhook_judged_changes_total{by="own",webhook="w1"} 2.0',
+    ])

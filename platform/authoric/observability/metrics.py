@@ -186,8 +186,9 @@ class Metrics:
         self.api_key_writes = counter(
             "authoric_api_key_last_used_writes",
             "lastUsedAt writes started, at most one a minute per API key and process")
-        self._children: dict[tuple[str, str, int], Any] = {}
-        self._webhook_children: dict[tuple[str, bool], Any] = {}
+        # Labelled children of the per-request and per-delivery series, by metric and labels:
+        # `labels()` costs a few microseconds, on every request and every delivery.
+        self._children: dict[tuple[Any, ...], Any] = {}
         # Webhooks (webhooks/worker.py), by webhook uid. Only the process holding a webhook's
         # lease sets its lag; a process that lets one go sets it to 0, so the sum is its lag.
         self.webhook_deliveries = counter(
@@ -213,11 +214,7 @@ class Metrics:
     # --- counted as things happen ---------------------------------------------------------
 
     def request(self, route: str, method: str, status: int, seconds: float) -> None:
-        key = (route, method, status)
-        child = self._children.get(key)
-        if child is None:  # `labels()` costs a few microseconds; the set of keys is bounded
-            child = self._children[key] = self.requests.labels(route, method, str(status))
-        child.observe(seconds)
+        self._child(self.requests, route, method, str(status)).observe(seconds)
         if status == 429 and route in THROTTLED_ROUTES:
             self.throttled.inc()
 
@@ -259,20 +256,24 @@ class Metrics:
         self.request_pool_waiting.set(len(getattr(queue, "_getters", ()) or ()))
 
     def webhook_delivered(self, webhook: str, ok: bool) -> None:
-        key = (webhook, ok)
-        child = self._webhook_children.get(key)
-        if child is None:  # `labels()` costs a few microseconds, on every delivery
-            if len(self._webhook_children) >= 8192:
-                self._webhook_children.clear()
-            child = self._webhook_children[key] = (
-                self.webhook_deliveries if ok else self.webhook_failures).labels(webhook)
-        child.inc()
+        self._child(self.webhook_deliveries if ok else self.webhook_failures, webhook).inc()
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, kept (webhooks come and go: past 8,192 kept children
+        the cache starts again; the metric itself keeps every series)."""
+        key = (metric, *labels)
+        child = self._children.get(key)
+        if child is None:
+            if len(self._children) >= 8192:
+                self._children.clear()
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def webhook_judging(self, webhook: str, shared: int, own: int) -> None:
         if shared:
-            self.webhook_judged.labels(webhook, "shared").inc(shared)
+            self._child(self.webhook_judged, webhook, "shared").inc(shared)
         if own:
-            self.webhook_judged.labels(webhook, "own").inc(own)
+            self._child(self.webhook_judged, webhook, "own").inc(own)
 
     def webhook_lag(self, webhook: str, positions: int, seconds: float) -> None:
         self.webhook_lag_positions.labels(webhook).set(positions)
