@@ -6,6 +6,8 @@ one), and the tokens a reset or a change leaves behind."""
 
 from __future__ import annotations
 
+import statistics
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -100,6 +102,44 @@ def test_sign_up_forgot_and_resend_cost_the_same_round_trips_for_known_and_unkno
         assert mails_to(world, verified)[0]["subject"].startswith("Your")  # newest first
         expect(client.post(f"/{world.name}/auth/verify",
                            json={"token": token_in(mails_to(world, free)[0])}), 200)
+
+
+@pytest.fixture(scope="module")
+def hashing(database_url: str, tmp_path_factory: pytest.TempPathFactory,
+            ) -> Iterator[ServerProcess]:
+    """A server hashing passwords at the production cost (Argon2id, 64 MiB, three passes),
+    where a missing dummy hash would show as a difference of a hash's time."""
+    proc = start_server(database_url, tmp_path_factory.mktemp("hashing"),
+                        AUTHORIC_TEST_CHEAP_PASSWORD_HASHING="false")
+    yield proc
+    proc.stop()
+
+
+def test_a_stranger_timing_sign_up_and_forgot_cannot_tell_a_known_email_from_an_unknown_one(
+        hashing: ServerProcess) -> None:
+    """Times over repeated calls, interleaved, compared by their medians with a wide margin
+    (3x): a taken email on sign-up hashes a dummy password as a free one hashes the real one,
+    and forgot does the same work for both. Without the dummy hash a taken email answers in a
+    few milliseconds against a hash's hundreds."""
+    with httpx.Client(base_url=hashing.url, timeout=60) as client:
+        world = AppWorld.create(hashing, client)
+        open_sign_up(world)
+        known = world.user()["email"]
+
+        def timed(path: str, email: str, **more: str) -> float:
+            started = time.perf_counter()
+            answer = client.post(f"/{world.name}/auth/{path}", json={"email": email, **more})
+            assert answer.status_code == 202, answer.text
+            return time.perf_counter() - started
+
+        for path, more in (("signup", {"password": "a long password"}),
+                           ("password/forgot", {})):
+            taken, free = [], []
+            for _ in range(5):
+                taken.append(timed(path, known, **more))
+                free.append(timed(path, new_email(), **more))
+            fast, slow = sorted((statistics.median(taken), statistics.median(free)))
+            assert slow < 3 * fast, (path, taken, free)
 
 
 def _a_writer_of_notes(world: AppWorld) -> tuple[dict[str, Any], str, Caller]:
