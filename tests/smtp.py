@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import email
 import email.policy
+import ssl
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from email.message import EmailMessage
+from pathlib import Path
 from typing import Any
 
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from tests.servers import free_port
 
@@ -57,20 +61,60 @@ class Inbox:
         raise AssertionError(f"no mail to {address} within {timeout}s: {self.messages}")
 
 
-class SmtpServer:
-    """aiosmtpd on 127.0.0.1:`port`, started and stopped by the test."""
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key (openssl): a server started with
+    SSL_CERT_FILE naming the certificate trusts it, as it would a real CA's."""
+    cert, key = folder / "smtp-cert.pem", folder / "smtp-key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
 
-    def __init__(self, port: int | None = None) -> None:
+
+class SmtpServer:
+    """aiosmtpd on 127.0.0.1:`port`, started and stopped by the test. With `tls` ("starttls":
+    STARTTLS required before anything; "implicit": TLS from the first byte) it serves the
+    certificate `cert`/`key`; with `login` it takes only that user and password, and only
+    over TLS."""
+
+    def __init__(self, port: int | None = None, tls: str | None = None,
+                 cert: tuple[Path, Path] | None = None,
+                 login: tuple[str, str] | None = None) -> None:
         self.port = port or free_port()
         self.inbox = Inbox()
         self.controller: Controller | None = None
+        self.tls, self.cert, self.login = tls, cert, login
+        self.logins: list[str] = []  # user names that authenticated
 
     @property
     def url(self) -> str:
-        return f"smtp://127.0.0.1:{self.port}"
+        scheme = "smtps" if self.tls == "implicit" else "smtp"
+        user = f"{self.login[0]}:{self.login[1]}@" if self.login else ""
+        return f"{scheme}://{user}127.0.0.1:{self.port}"
+
+    def _authenticate(self, server: Any, session: Any, envelope: Any, mechanism: str,
+                      auth_data: Any) -> AuthResult:
+        ok = (isinstance(auth_data, LoginPassword) and self.login is not None
+              and (auth_data.login.decode(), auth_data.password.decode()) == self.login)
+        if ok:
+            self.logins.append(auth_data.login.decode())
+        return AuthResult(success=ok)
 
     def start(self) -> SmtpServer:
-        self.controller = Controller(self.inbox, hostname="127.0.0.1", port=self.port)
+        options: dict[str, Any] = {}
+        if self.tls is not None:
+            assert self.cert is not None
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(*self.cert)
+            options = ({"ssl_context": context} if self.tls == "implicit"
+                       else {"tls_context": context, "require_starttls": True})
+        if self.login is not None:
+            # aiosmtpd does not see TLS it did not negotiate itself (implicit TLS) and would
+            # then hide AUTH; there every byte is TLS anyway.
+            options |= {"authenticator": self._authenticate, "auth_required": True,
+                        "auth_require_tls": self.tls != "implicit"}
+        self.controller = Controller(self.inbox, hostname="127.0.0.1", port=self.port,
+                                     **options)
         self.controller.start()
         return self
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -24,7 +25,7 @@ from tests.accounts import (
 )
 from tests.scenario import AppWorld, expect
 from tests.servers import ServerProcess, start_server
-from tests.smtp import SmtpServer, body_text, html_text
+from tests.smtp import SmtpServer, body_text, html_text, self_signed
 from tests.sse import db_fetch
 
 MAX_ATTEMPTS = 3
@@ -134,3 +135,30 @@ def test_a_sign_up_whose_commit_fails_after_its_mail_was_queued_sends_no_mail(
     assert smtp.inbox.to(doomed) == []
     users = expect(mailing.admin.get(f"{mailing.base}/users"), 200)["items"]
     assert [u["email"] for u in users] == [later]
+
+
+@pytest.mark.parametrize("tls", ["starttls", "implicit"])
+# aiosmtpd warns, per connection, of AUTH without STARTTLS; with implicit TLS every byte is TLS
+@pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")
+def test_mail_goes_out_over_tls_to_a_server_that_takes_only_its_login(
+        tls: str, database_url: str, tmp_path: Path) -> None:
+    """`smtp://user:pass@host` upgrades with STARTTLS (a server requiring it refuses
+    everything before); `smtps://` speaks TLS from the first byte; either way the server
+    takes the mail only after the login, which it accepts only over TLS. The server trusts
+    the SMTP server's certificate as it would a CA's (SSL_CERT_FILE)."""
+    cert = self_signed(tmp_path)
+    smtp = SmtpServer(tls=tls, cert=cert, login=("mailer", "s3cret pass")).start()
+    proc = start_server(database_url, tmp_path, AUTHORIC_SMTP_URL=smtp.url,
+                        SSL_CERT_FILE=str(cert[0]), **FAST_RETRIES)
+    try:
+        with httpx.Client(base_url=proc.url, timeout=30) as client:
+            world = AppWorld.create(proc, client)
+            open_sign_up(world)
+            email = new_email()
+            sign_up(world, email)
+            [message] = smtp.inbox.wait_for(email)
+            assert TOKEN_IN_LINK.search(body_text(message))
+            assert smtp.logins == ["mailer"]
+    finally:
+        proc.stop()
+        smtp.stop()
