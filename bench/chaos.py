@@ -109,6 +109,7 @@ class HookReceiver:
         self.down_until = 0.0
         self.refused = 0
         self.lags: list[float] = []  # seconds from each first delivery's change to its arrival
+        self.arrivals: list[float] = []  # when each of those arrived (epoch seconds)
         self.seen: set[int] = set()
 
     @property
@@ -141,7 +142,9 @@ class HookReceiver:
                     pos = int(headers["webhook-id"])
                     if pos not in self.seen:
                         self.seen.add(pos)
-                        self.lags.append(time.time() - _epoch(event.get("timestamp")))
+                        now = time.time()
+                        self.lags.append(now - _epoch(event.get("timestamp")))
+                        self.arrivals.append(now)
                     self.received.append((pos, number))
                     writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
                 await writer.drain()

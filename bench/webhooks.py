@@ -188,8 +188,21 @@ class Hooks:
 
     def results(self) -> tuple[list[float], int]:
         """(every first delivery's lag in seconds, deliveries out of order)"""
-        lags, out_of_order = self.ask("results")
+        lags, _, out_of_order = self.ask("results")
         return list(lags), int(out_of_order)
+
+    def over_time(self, slices: int) -> str:
+        """Lag p99 (ms) in each of `slices` equal spans of the deliveries' arrivals: a tail
+        spread over the run, or gathered at its start or in one span."""
+        lags, arrivals, _ = self.ask("results")
+        if not lags:
+            return "-"
+        first, last = min(arrivals), max(arrivals)
+        width = (last - first) / slices or 1.0
+        spans: list[list[float]] = [[] for _ in range(slices)]
+        for lag, at in zip(lags, arrivals, strict=True):
+            spans[min(slices - 1, int((at - first) / width))].append(lag)
+        return "/".join(f"{pct(span, .99) * 1000:.0f}" if span else "-" for span in spans)
 
     def stop(self) -> None:
         with contextlib.suppress(Exception):
@@ -210,6 +223,7 @@ def _serve_hooks(pipe: multiprocessing.connection.Connection, n: int) -> None:
                 pipe.send([len(hook.seen) for hook in hooks])
             elif asked == "results":
                 pipe.send(([x for hook in hooks for x in hook.lags],
+                           [x for hook in hooks for x in hook.arrivals],
                            sum(hook.out_of_order() for hook in hooks)))
             else:
                 return
@@ -387,6 +401,7 @@ async def many_webhooks(server: Server, db: Database, args: argparse.Namespace) 
               f"{pct(lags, .99) * 1000:.0f} ms, out of order {out_of_order}, server CPU "
               f"{(tree_cpu_seconds(server.pid) - before) / took * 100:.0f}% of a core; "
               f"{load()}")
+        print(f"  lag p99 in each fifth of the run: {hooks.over_time(5)} ms")
         print(f"  the same {len(tokens)} member streams meanwhile: {streams.report()}")
         judged = judged_by(server)
         print(f"  changes judged for the webhooks: {judged.get('shared', 0):.0f} shared with a "

@@ -166,11 +166,13 @@ class Streams:
     def __init__(self) -> None:
         self.positions: list[int] = []
         self.changes: list[Change] = []
+        self.batches: list[tuple[int, list[int]]] = []  # each batch's `after` and positions
 
     def empty(self) -> bool:
         return False
 
-    async def dispatch(self, changes: Sequence[Change], read_at: float) -> None:
+    async def dispatch(self, changes: Sequence[Change], read_at: float, after: int = -1) -> None:
+        self.batches.append((after, [c.pos for c in changes]))
         self.positions.extend(c.pos for c in changes)
         self.changes.extend(changes)
 
@@ -208,6 +210,20 @@ async def test_a_process_with_a_stream_open_fans_out_what_notifies_carried_witho
     assert relay.carries >= 5 - polls
     assert streams.positions == [c.pos for c in await reader.changes_after(writer, start, 100)]
     assert len(streams.positions) == 15
+
+
+async def test_each_batch_the_relay_hands_on_says_it_follows_on_from_the_one_before(
+        streaming: tuple[asyncpg.Connection, Streams, Relay]) -> None:
+    # The webhooks take a caught-up pass's changes from these batches instead of the log
+    # (webhooks/handed.py): sound only if each batch's `after` is where the one before ended.
+    writer, streams, relay = streaming
+    start, first = relay.position, len(streams.batches)
+    for size in (1, 3, 2, 5):
+        await reaches(relay, await write_and_stamp(writer, size))
+    batches = streams.batches[first:]
+    assert [after for after, _ in batches] == [start] + [b[-1] for _, b in batches[:-1]]
+    logged = [c.pos for c in await reader.changes_after(writer, start, 100)]
+    assert [p for _, b in batches for p in b] == logged and len(logged) == 11
 
 
 async def test_a_lone_notify_fanned_out_as_carried_is_followed_by_no_read_of_the_log(

@@ -241,7 +241,7 @@ class Relay(DedicatedWorker):
                 self.reads += 1
                 self._spoke = time.monotonic()
             if changes:
-                await self.hub.dispatch(changes, time.time())
+                await self.hub.dispatch(changes, time.time(), self.position)
                 self.position = changes[-1].pos  # a carried batch ends at its head
                 if len(changes) == self.batch or self._more_carried():
                     continue

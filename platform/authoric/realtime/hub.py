@@ -422,7 +422,8 @@ class Hub:
         """Open streams of this process."""
         return len({s for v in self._apps.values() for g in v.subscribers.values() for s in g})
 
-    async def dispatch(self, changes: Sequence[Change], read_at: float = 0.0) -> None:
+    async def dispatch(self, changes: Sequence[Change], read_at: float = 0.0,
+                       after: int = -1) -> None:
         """Fan out one batch (ascending positions) to this process's subscribers."""
         grouped: dict[uuid.UUID, dict[str, list[Change]]] = defaultdict(lambda: defaultdict(list))
         for change in changes:

@@ -57,8 +57,10 @@ class Sink(Protocol):
         """No stream is registered: changes up to the head may be skipped, not read."""
         ...
 
-    async def dispatch(self, changes: Sequence[Change], read_at: float) -> None:
-        """Fan out one batch, ascending positions; `read_at` is when the source read it."""
+    async def dispatch(self, changes: Sequence[Change], read_at: float, after: int = -1) -> None:
+        """Fan out one batch, ascending positions; `read_at` is when the source read it;
+        `after`: the position it follows on from, every entry in (after, its last] being in
+        it (-1: not said)."""
         ...
 
     async def policy_changed(self, app_uids: set[uuid.UUID] | None) -> None:

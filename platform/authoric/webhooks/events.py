@@ -68,21 +68,34 @@ class Delivery:
 
 
 @dataclass(eq=False)
-class Judging:
-    """What judging keeps between a webhook's batches: per table, the judge's memo, valid
-    for one snapshot version (dropped when the app's version moves)."""
+class Memos:
+    """One app's judge memos, per table, valid for one snapshot version (dropped when the
+    app's version moves): shared by every webhook of the app this process delivers, so a
+    statement is compiled, and a read class's decision reached, once, not once per webhook
+    (when 100 webhooks started together, each compiling its own was most of their first
+    second: docs/benchmarks-realtime.md, "Webhooks")."""
 
     version: int = -1
-    memos: dict[str, Memo] = field(default_factory=dict)
-    # Changes judged since the worker last looked (metrics): taken from the verdicts of a
-    # stream or another webhook of the same read class, and re-read by the webhook itself.
+    tables: dict[str, Memo] = field(default_factory=dict)
+
+    def memo(self, snapshot: AppSnapshot, table: str) -> Memo:
+        if snapshot.version != self.version:
+            self.version, self.tables = snapshot.version, {}
+        return self.tables.setdefault(table, Memo())
+
+
+@dataclass(eq=False)
+class Judging:
+    """What one webhook's judging uses between its batches: its app's memos (shared), and
+    the changes judged since the worker last looked (metrics): taken from the verdicts of a
+    stream or another webhook of the same read class, and re-read by the webhook itself."""
+
+    memos: Memos = field(default_factory=Memos)
     shared: int = 0
     own: int = 0
 
     def memo(self, snapshot: AppSnapshot, table: str) -> Memo:
-        if snapshot.version != self.version:
-            self.version, self.memos = snapshot.version, {}
-        return self.memos.setdefault(table, Memo())
+        return self.memos.memo(snapshot, table)
 
 
 def audience_of(row: Any, app_name: str) -> Audience:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import random as random_module
@@ -68,7 +69,17 @@ from authoric.realtime.source import Change, Sink, Source
 from authoric.realtime.verdicts import Verdicts
 from authoric.settings import Settings
 from authoric.webhooks.backoff import retry_delay
-from authoric.webhooks.events import Audience, Delivery, Judging, audience_of, deliveries, expired, wanted
+from authoric.webhooks.events import (
+    Audience,
+    Delivery,
+    Judging,
+    Memos,
+    audience_of,
+    deliveries,
+    expired,
+    wanted,
+)
+from authoric.webhooks.handed import Handed
 from authoric.webhooks.signing import signed_headers
 from authoric.webhooks.targets import PinnedTransport, Resolve, TargetRefused, resolve_host
 from authoric.wire import json_bytes
@@ -221,6 +232,9 @@ class Deliverer:
     # The hub's recent verdicts, shared by app.py: a webhook judged as a read class that a
     # stream of this process has just judged reuses them (realtime/verdicts.py).
     verdicts: Verdicts | None = None
+    # The log's newest entries, as the relay handed them on: a caught-up pass reads no log.
+    handed: Handed = field(default_factory=Handed)
+    _memos: dict[uuid.UUID, Memos] = field(default_factory=dict)  # per app, shared (events.py)
     _tokens: list[uuid.UUID] = field(default_factory=list)  # the leases' tokens held
     _task: asyncio.Task[None] | None = None
     _transport: PinnedTransport | None = None
@@ -254,9 +268,10 @@ class Deliverer:
     def delivering(self) -> bool:
         return bool(self.running)
 
-    def heard(self, changes: Sequence[Change]) -> None:
-        """A batch the relay handed on (after the hub judged it): wake the webhooks it
-        concerns."""
+    def heard(self, changes: Sequence[Change], after: int = -1) -> None:
+        """A batch the relay handed on (after the hub judged it), following on from `after`:
+        kept (`handed`), and the webhooks it concerns woken."""
+        self.handed.add(changes, after)
         if changes:
             self._heard = (changes[-1].pos, time.monotonic())
         for running in self.running.values():
@@ -371,13 +386,7 @@ class Deliverer:
             app = {"name": row["app_name"], "version": row["app_version"],
                    "settings": json.loads(settings) if isinstance(settings, str) else settings}
             audience = audience_of(row, app["name"])
-            changes = await self.source.entries(row["app_uid"], audience.tables,
-                                                audience.org_uid, row["cursor"], self._upto(),
-                                                BATCH, raw)
-            # The bounds after the entries: retention moves the horizon in the transaction
-            # that deletes, so a horizon still at or below the cursor now means the entries
-            # just read were all there.
-            head, horizon = await self.source.bounds(raw)
+            changes, head, horizon = await self._after_cursor(raw, row, audience)
         running = self.running.get(uid)
         if running is not None:
             running.audience = audience
@@ -404,6 +413,24 @@ class Deliverer:
         if last > row["cursor"]:  # the rest of the batch was nobody's to receive here
             await self._record(row, sent, last)
         return None
+
+    async def _after_cursor(self, raw: asyncpg.Connection, row: dict[str, Any],
+                            audience: Audience) -> tuple[list[Change], int, int]:
+        """The changes after the webhook's cursor (at most `BATCH`), the log's head and its
+        horizon: from what the relay handed on lately when that reaches back to the cursor
+        (webhooks/handed.py: the entries are in memory, so none is missing whatever the
+        horizon), else read from the log."""
+        if not row["resync_first"]:
+            found = self.handed.after(row["cursor"], functools.partial(wanted, audience), BATCH)
+            if found is not None:
+                return found[0], self.handed.end, 0
+        changes = await self.source.entries(row["app_uid"], audience.tables, audience.org_uid,
+                                            row["cursor"], self._upto(), BATCH, raw)
+        # The bounds after the entries: retention moves the horizon in the transaction that
+        # deletes, so a horizon still at or below the cursor now means the entries just read
+        # were all there.
+        head, horizon = await self.source.bounds(raw)
+        return changes, head, horizon
 
     def _upto(self) -> int:
         """The last log position a pass reads: while the relay hands batches on, the last it
@@ -439,6 +466,7 @@ class Deliverer:
                     raw = await stack.enter_async_context(self.pool.acquire())
                 return raw
 
+            judging.memos = self._memos.setdefault(row["app_uid"], Memos())
             sends = await deliveries(connect, raw_connect, snapshot, audience, changes, judging,
                                      self.verdicts)
             if self.metrics is not None and audience.role is not None:
@@ -573,15 +601,20 @@ class Tee:
     webhooks: Deliverer
 
     def empty(self) -> bool:
-        return self.hub.empty() and not self.webhooks.delivering()
+        if self.hub.empty() and not self.webhooks.delivering():
+            # Told so, the relay may move past entries without handing them on: what it
+            # hands next no longer follows on from what the webhooks kept.
+            self.webhooks.handed.clear()
+            return True
+        return False
 
-    async def dispatch(self, changes: Sequence[Change], read_at: float) -> None:
+    async def dispatch(self, changes: Sequence[Change], read_at: float, after: int = -1) -> None:
         # The hub first: a webhook woken after it finds the verdicts of the streams of its
         # read class already kept (realtime/verdicts.py) and re-reads nothing they covered.
         try:
-            await self.hub.dispatch(changes, read_at)
+            await self.hub.dispatch(changes, read_at, after)
         finally:
-            self.webhooks.heard(changes)
+            self.webhooks.heard(changes, after)
 
     async def policy_changed(self, app_uids: set[uuid.UUID] | None) -> None:
         # Webhooks judge each batch on the app's version read with it: nothing to re-read.
