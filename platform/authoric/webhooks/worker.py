@@ -57,6 +57,7 @@ from typing import Any
 
 import asyncpg
 import httpx
+from aiodataloader import DataLoader
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -116,10 +117,10 @@ WITH renewed AS (
 )
 SELECT uid, lease_owner FROM renewed UNION ALL SELECT uid, lease_owner FROM taken
 """
-# The webhook, with its app's name, catalog version and settings.
-ROW = """
+# The webhooks ($1), each with its app's name, catalog version and settings.
+ROWS = """
 SELECT w.*, a.name AS app_name, a.version AS app_version, a.settings AS app_settings
-FROM authoric.webhooks w JOIN authoric.apps a ON a.uid = w.app_uid WHERE w.uid = $1
+FROM authoric.webhooks w JOIN authoric.apps a ON a.uid = w.app_uid WHERE w.uid = ANY($1::uuid[])
 """
 # A run of successes: the cursor moves to $3 and each delivery is recorded, in one statement,
 # only while this lease's token ($2) holds the webhook, the cursor is still where this pass
@@ -238,6 +239,7 @@ class Deliverer:
     _tokens: list[uuid.UUID] = field(default_factory=list)  # the leases' tokens held
     _task: asyncio.Task[None] | None = None
     _transport: PinnedTransport | None = None
+    _rows: DataLoader[uuid.UUID, asyncpg.Record | None] | None = None  # the passes' rows
     _urls: dict[str, httpx.URL] = field(default_factory=dict)  # each target parsed once
     # The last position the relay handed on (every entry up to it has been through the hub),
     # and when (monotonic).
@@ -245,6 +247,9 @@ class Deliverer:
 
     def start(self) -> None:
         self._transport = PinnedTransport(self.resolve, self.settings.webhook_allow_private)
+        # Not cached: every pass reads its row afresh (status, lease, settings, the retry's
+        # schedule); only the passes that start in the same turn of the loop share the read.
+        self._rows = DataLoader(self._rows_of, cache=False)
         self._task = asyncio.create_task(self._lead(), name="webhook-leases")
 
     async def stop(self) -> None:
@@ -374,19 +379,19 @@ class Deliverer:
     async def _pass(self, uid: uuid.UUID, token: uuid.UUID, judging: Judging) -> float | None:
         """One pass: None when there may be more to send at once, else seconds to wait at
         most (0: until woken or the poll)."""
-        async with self._raw() as raw:
-            found = await raw.fetchrow(ROW, uid)
-            if found is None or found["status"] != "active" or found["lease_owner"] != token:
-                raise _Lost
-            row = dict(found)
-            due = row["next_attempt_at"]
-            if due is not None and due.timestamp() > self.now():
-                return min(POLL, due.timestamp() - self.now())
-            settings = row["app_settings"]
-            app = {"name": row["app_name"], "version": row["app_version"],
-                   "settings": json.loads(settings) if isinstance(settings, str) else settings}
-            audience = audience_of(row, app["name"])
-            changes, head, horizon = await self._after_cursor(raw, row, audience)
+        assert self._rows is not None
+        found = await self._rows.load(uid)
+        if found is None or found["status"] != "active" or found["lease_owner"] != token:
+            raise _Lost
+        row = dict(found)
+        due = row["next_attempt_at"]
+        if due is not None and due.timestamp() > self.now():
+            return min(POLL, due.timestamp() - self.now())
+        settings = row["app_settings"]
+        app = {"name": row["app_name"], "version": row["app_version"],
+               "settings": json.loads(settings) if isinstance(settings, str) else settings}
+        audience = audience_of(row, app["name"])
+        changes, head, horizon = await self._after_cursor(row, audience)
         running = self.running.get(uid)
         if running is not None:
             running.audience = audience
@@ -414,7 +419,16 @@ class Deliverer:
             await self._record(row, sent, last)
         return None
 
-    async def _after_cursor(self, raw: asyncpg.Connection, row: dict[str, Any],
+    async def _rows_of(self, uids: list[uuid.UUID]) -> list[asyncpg.Record | None]:
+        """The rows of the webhooks whose passes start together (`_rows`), in one statement:
+        a batch the relay hands on wakes every webhook it concerns at once, and each pass
+        reading its own row was one round trip per delivery where only a few webhooks' writes
+        come at a time (docs/benchmarks-realtime.md, "Webhooks")."""
+        async with self._raw() as raw:
+            found = {r["uid"]: r for r in await raw.fetch(ROWS, uids)}
+        return [found.get(uid) for uid in uids]
+
+    async def _after_cursor(self, row: dict[str, Any],
                             audience: Audience) -> tuple[list[Change], int, int]:
         """The changes after the webhook's cursor (at most `BATCH`), the log's head and its
         horizon: from what the relay handed on lately when that reaches back to the cursor
@@ -424,12 +438,14 @@ class Deliverer:
             found = self.handed.after(row["cursor"], functools.partial(wanted, audience), BATCH)
             if found is not None:
                 return found[0], self.handed.end, 0
-        changes = await self.source.entries(row["app_uid"], audience.tables, audience.org_uid,
-                                            row["cursor"], self._upto(), BATCH, raw)
-        # The bounds after the entries: retention moves the horizon in the transaction that
-        # deletes, so a horizon still at or below the cursor now means the entries just read
-        # were all there.
-        head, horizon = await self.source.bounds(raw)
+        async with self._raw() as raw:
+            changes = await self.source.entries(row["app_uid"], audience.tables,
+                                                audience.org_uid, row["cursor"], self._upto(),
+                                                BATCH, raw)
+            # The bounds after the entries: retention moves the horizon in the transaction
+            # that deletes, so a horizon still at or below the cursor now means the entries
+            # just read were all there.
+            head, horizon = await self.source.bounds(raw)
         return changes, head, horizon
 
     def _upto(self) -> int:
