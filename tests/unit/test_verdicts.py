@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import uuid
 
+from sqlalchemy import MetaData
+
+from authoric.catalog.enforcer import build_enforcer
+from authoric.catalog.model import TableDef
+from authoric.catalog.roles import RoleDef
+from authoric.catalog.schema import compile_table
+from authoric.catalog.snapshot import AppSnapshot
 from authoric.realtime.source import Change
 from authoric.realtime.verdicts import ASKED, FRESH, Scope, Verdicts
+from authoric.webhooks.events import Audience, read_class, want_verdicts
 
 APP = uuid.uuid4()
 ORG = uuid.uuid4()
@@ -89,3 +97,34 @@ def test_only_the_newest_verdicts_are_kept_past_the_limit() -> None:
         verdicts.keep(scope(), c, None, False)
     assert verdicts.reused(scope(), changes[:2]) is None
     assert verdicts.reused(scope(), changes[2:]) is not None
+
+
+def shop(version: int = 1) -> AppSnapshot:
+    roles = {"viewer": RoleDef.model_validate({"permissions": ["invoices:read"]})}
+    table = compile_table(APP, TableDef.model_validate(
+        {"name": "invoices", "columns": [{"name": "number", "type": "text"}]}), MetaData())
+    return AppSnapshot(APP, "shop", version, {}, {"invoices": table}, roles,
+                       build_enforcer(roles))
+
+
+def audience(org: uuid.UUID | None, role: str | None = "viewer") -> Audience:
+    return Audience(APP, "shop", ("invoices",), frozenset({"insert"}), org, role, ())
+
+
+def test_a_role_webhook_of_one_org_asks_for_its_class_before_judging_anything() -> None:
+    # The hub then keeps the very first batch's verdicts for it: 100 webhooks started
+    # together no longer each re-read that batch on their own.
+    verdicts, snapshot = Verdicts(), shop()
+    want_verdicts(snapshot, audience(ORG), verdicts)
+    cls = read_class(snapshot, "invoices", audience(ORG), "viewer", ORG)
+    assert verdicts.wanted((snapshot.uid, snapshot.version, "invoices", cls.key))
+    other = read_class(snapshot, "invoices", audience(ORG), "viewer", uuid.uuid4())
+    assert not verdicts.wanted((snapshot.uid, snapshot.version, "invoices", other.key))
+
+
+def test_a_webhook_of_every_org_or_of_the_operators_view_asks_for_nothing_in_advance() -> None:
+    verdicts, snapshot = Verdicts(), shop()
+    want_verdicts(snapshot, audience(None), verdicts)
+    want_verdicts(snapshot, audience(ORG, role=None), verdicts)
+    cls = read_class(snapshot, "invoices", audience(ORG), "viewer", ORG)
+    assert not verdicts.wanted((snapshot.uid, snapshot.version, "invoices", cls.key))

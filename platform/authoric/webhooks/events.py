@@ -140,6 +140,29 @@ def _render(audience: Audience, table: CompiledTable, change: Change,
     return body(audience, table.name, change, type=change.op, row=row)
 
 
+def read_class(snapshot: AppSnapshot, table: str, audience: Audience, role: str,
+               org: uuid.UUID) -> ReadClass:
+    """The read class a role's webhook is judged as in `org`: a member holding `role` there,
+    with no user attributes, keyed as a stream's class is (realtime/classes.py)."""
+    principal = Principal(audience.app_uid, None, org, None, (role,))
+    return ReadClass(class_key(snapshot, table, principal, audience.expand), principal,
+                     audience.expand)
+
+
+def want_verdicts(snapshot: AppSnapshot, audience: Audience, verdicts: Verdicts) -> None:
+    """Ask the hub to keep its verdicts for the read classes of a webhook of one org and role
+    before the webhook has judged anything: 100 webhooks started together otherwise each
+    re-read their first batch on their own, on the worker's four connections, and that queue
+    was the first second's lag (docs/benchmarks-realtime.md, "Webhooks"). A webhook of every
+    org asks per org as it judges (`_as_role`)."""
+    if audience.role is None or audience.org_uid is None:
+        return
+    for table in audience.tables:
+        if table in snapshot.tables:
+            cls = read_class(snapshot, table, audience, audience.role, audience.org_uid)
+            verdicts.want((snapshot.uid, snapshot.version, table, cls.key))
+
+
 # The worker's asyncpg connection, taken from its pool when a statement is to run (None: no
 # pool; the statements then run on `connect`'s SQLAlchemy connection).
 RawConnect = Callable[[], Awaitable[asyncpg.Connection | None]]
@@ -190,9 +213,7 @@ async def _as_role(connect: Connect, raw_connect: RawConnect, snapshot: AppSnaps
     frames: list[Frame] = []
     classes: dict[Any, list[ReadClass]] = {}
     for org, own in by_org.items():
-        principal = Principal(audience.app_uid, None, org, None, (role,))
-        cls = ReadClass(class_key(snapshot, table.name, principal, audience.expand), principal,
-                        audience.expand)
+        cls = read_class(snapshot, table.name, audience, role, org)
         found = None
         if verdicts is not None:
             scope = (snapshot.uid, snapshot.version, table.name, cls.key)

@@ -78,6 +78,7 @@ from authoric.webhooks.events import (
     audience_of,
     deliveries,
     expired,
+    want_verdicts,
     wanted,
 )
 from authoric.webhooks.handed import Handed
@@ -405,6 +406,10 @@ class Deliverer:
             running.behind = max(0, head - row["cursor"]) if changes else 0
             running.waiting_since = changes[0].at if changes else 0.0
         if not changes:
+            snapshot = self.snapshots.cached(row["app_uid"])
+            if self.verdicts is not None and snapshot is not None \
+                    and snapshot.version == app["version"]:
+                want_verdicts(snapshot, audience, self.verdicts)
             return 0.0
         sends = await self._judged(row, app, audience, changes, judging)
         sent = Sent(row["cursor"])
