@@ -12,9 +12,11 @@ even if it has claimed the lease back since (under a new token; the old task is 
 and the next pass sends from the stored cursor, the same position again with the same
 `webhook-id`.
 
-Per webhook, one delivery in flight, in position order: read the change log after the cursor
-through the feed's `Source` (`entries`), judge the batch (`webhooks.events`), POST each
-delivery, and record what was sent: the deliveries and the cursor's move to the last of them
+Per webhook, one delivery in flight, in position order: read the webhook's row (the passes
+that start together read theirs in one statement), take the changes after the cursor from
+the relay's recent batches (`webhooks.handed`) or else from the change log through the feed's
+`Source` (`entries`), judge the batch (`webhooks.events`), POST each delivery, and record what
+was sent: the deliveries and the cursor's move to the last of them
 are one statement (`RECORDED`), so the cursor still advances in the same transaction as its
 delivery records. The records are written per run of successes, not per delivery: when the
 batch ends, when a delivery fails, and at the latest `RECORD_EVERY` seconds after the oldest
