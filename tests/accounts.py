@@ -72,6 +72,14 @@ def sign_up(world: AppWorld, email: str, password: str = "a long password") -> N
                                    json={"email": email, "password": password}), 202)
 
 
+def stranger_signed_up(world: AppWorld) -> str:
+    """A new email signed up to `world`, its sign-up opened first (the email)."""
+    open_sign_up(world)
+    email = new_email()
+    sign_up(world, email)
+    return email
+
+
 def wait_until(condition: Callable[[], bool], timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -20,6 +20,7 @@ from tests.accounts import (
     new_email,
     open_sign_up,
     sign_up,
+    stranger_signed_up,
     wait_until,
     wait_until_sent,
 )
@@ -153,9 +154,7 @@ def test_mail_goes_out_over_tls_to_a_server_that_takes_only_its_login(
     try:
         with httpx.Client(base_url=proc.url, timeout=30) as client:
             world = AppWorld.create(proc, client)
-            open_sign_up(world)
-            email = new_email()
-            sign_up(world, email)
+            email = stranger_signed_up(world)
             [message] = smtp.inbox.wait_for(email)
             assert TOKEN_IN_LINK.search(body_text(message))
             assert smtp.logins == ["mailer"]

@@ -18,9 +18,7 @@ import httpx
 from tests.accounts import (
     FAST_RETRIES,
     mailbox,
-    new_email,
-    open_sign_up,
-    sign_up,
+    stranger_signed_up,
     wait_until,
     wait_until_sent,
 )
@@ -41,9 +39,7 @@ def test_a_server_that_is_down_gets_the_mail_once_it_comes_back(
     try:
         with httpx.Client(base_url=proc.url, timeout=30) as client:
             world = AppWorld.create(proc, client)
-            open_sign_up(world)
-            email = new_email()
-            sign_up(world, email)
+            email = stranger_signed_up(world)
             wait_until(lambda: (mailbox(world)[0].get("error") or "") != "")
             assert mailbox(world)[0]["status"] == "pending"
             smtp.start()
@@ -60,9 +56,7 @@ def test_a_server_killed_after_the_commit_sends_the_mail_once_after_its_restart(
     try:
         with httpx.Client(base_url=proc.url, timeout=30) as client:
             world = AppWorld.create(proc, client)
-            open_sign_up(world)
-            email = new_email()
-            sign_up(world, email)
+            email = stranger_signed_up(world)
             proc.stop(signal.SIGKILL)
             smtp.start()
             time.sleep(0.5)
