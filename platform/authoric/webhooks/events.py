@@ -103,11 +103,19 @@ def audience_of(row: Any, app_name: str) -> Audience:
                     row["org_uid"], row["role"], parse_expand(",".join(row["expand"]) or None))
 
 
+def in_scope(audience: Audience, change: Change) -> bool:
+    """Whether the change is of the webhook's tables and org: what a read of the log for it
+    (`Source.entries`) returns, whatever the operation. A pass moves the cursor past each of
+    them, wanted or not, so a webhook that asks for deletes only does not fall behind the
+    log's retention while its tables change."""
+    return (change.table in audience.tables
+            and (audience.org_uid is None or change.org_uid == audience.org_uid))
+
+
 def wanted(audience: Audience, change: Change) -> bool:
     """Whether the webhook asks for this change at all (before judging)."""
-    return (change.table in audience.tables
-            and (audience.org_uid is None or change.org_uid == audience.org_uid)
-            and (change.op in RESYNC_REASONS or change.op in audience.ops))
+    return in_scope(audience, change) and (change.op in RESYNC_REASONS
+                                           or change.op in audience.ops)
 
 
 def body(audience: Audience, table: str, change: Change, **event: Any) -> bytes:

@@ -62,16 +62,16 @@ class Handed:
         empty)."""
         self._changes, self._positions, self.start, self.end = [], [], -1, -1
 
-    def after(self, cursor: int, wanted: Callable[[Change], bool],
+    def after(self, cursor: int, scope: Callable[[Change], bool],
               limit: int) -> tuple[list[Change], int] | None:
-        """The wanted entries after `cursor`, at most `limit`, and the position up to which
-        they are all of them (`end`, or the last taken when `limit` cut them short); None
-        when the run does not reach back to `cursor` (read the log instead)."""
+        """The entries after `cursor` that `scope` takes, at most `limit`, and the position up
+        to which they are all of them (`end`, or the last taken when `limit` cut them short);
+        None when the run does not reach back to `cursor` (read the log instead)."""
         if self.start < 0 or cursor < self.start:
             return None
         taken: list[Change] = []
         for change in self._changes[bisect.bisect_right(self._positions, cursor):]:
-            if wanted(change):
+            if scope(change):
                 taken.append(change)
                 if len(taken) == limit:
                     return taken, change.pos

@@ -80,6 +80,7 @@ from authoric.webhooks.events import (
     audience_of,
     deliveries,
     expired,
+    in_scope,
     want_verdicts,
     wanted,
 )
@@ -442,7 +443,8 @@ class Deliverer:
         (webhooks/handed.py: the entries are in memory, so none is missing whatever the
         horizon), else read from the log."""
         if not row["resync_first"]:
-            found = self.handed.after(row["cursor"], functools.partial(wanted, audience), BATCH)
+            found = self.handed.after(row["cursor"], functools.partial(in_scope, audience),
+                                      BATCH)
             if found is not None:
                 return found[0], self.handed.end, 0
         async with self._raw() as raw:
