@@ -409,10 +409,7 @@ class Deliverer:
             running.behind = max(0, head - row["cursor"]) if changes else 0
             running.waiting_since = changes[0].at if changes else 0.0
         if not changes:
-            snapshot = self.snapshots.cached(row["app_uid"])
-            if self.verdicts is not None and snapshot is not None \
-                    and snapshot.version == app["version"]:
-                want_verdicts(snapshot, audience, self.verdicts)
+            self._want_verdicts(row["app_uid"], app["version"], audience)
             return 0.0
         sends = await self._judged(row, app, audience, changes, judging)
         sent = Sent(row["cursor"])
@@ -426,6 +423,13 @@ class Deliverer:
         if last > row["cursor"]:  # the rest of the batch was nobody's to receive here
             await self._record(row, sent, last)
         return None
+
+    def _want_verdicts(self, app_uid: uuid.UUID, version: int, audience: Audience) -> None:
+        """With nothing to send yet, ask the hub for the verdicts of the webhook's read
+        classes (events.want_verdicts), on the app's version when this process has it."""
+        snapshot = self.snapshots.cached(app_uid)
+        if self.verdicts is not None and snapshot is not None and snapshot.version == version:
+            want_verdicts(snapshot, audience, self.verdicts)
 
     async def _rows_of(self, uids: list[uuid.UUID]) -> list[asyncpg.Record | None]:
         """The rows of the webhooks whose passes start together (`_rows`), in one statement:
