@@ -10,7 +10,8 @@ log by position (`Source.entries`) would give it. A batch that does not follow o
 (this process just started) starts the run again, and so does the sink's saying it is empty
 (nobody here listens, so the relay may skip entries without handing them on: `clear`). A
 cursor before `start` (a webhook that fell behind, was paused, or is replayed) reads the log
-as before.
+as before, and so does one with an entry after it older than half the log's retention: the
+log's horizon then decides whether retention removed it, exactly as without this memory.
 
 At 200 writes/s over 100 webhooks, the two statements a caught-up webhook's pass saved (the
 entries and the log's bounds) were half of its database round trips
@@ -62,15 +63,21 @@ class Handed:
         empty)."""
         self._changes, self._positions, self.start, self.end = [], [], -1, -1
 
-    def after(self, cursor: int, scope: Callable[[Change], bool],
-              limit: int) -> tuple[list[Change], int] | None:
+    def after(self, cursor: int, scope: Callable[[Change], bool], limit: int,
+              written_since: float) -> tuple[list[Change], int] | None:
         """The entries after `cursor` that `scope` takes, at most `limit`, and the position up
         to which they are all of them (`end`, or the last taken when `limit` cut them short);
-        None when the run does not reach back to `cursor` (read the log instead)."""
+        None when the run does not reach back to `cursor`, or when an entry after it was
+        written before `written_since` (epoch seconds): read the log instead, whose horizon
+        says whether retention has removed it (a webhook that kept failing, or stayed paused,
+        past the log's retention then gets its `backfill_expired` resync, as the contract
+        has it, not entries the log no longer holds)."""
         if self.start < 0 or cursor < self.start:
             return None
         taken: list[Change] = []
         for change in self._changes[bisect.bisect_right(self._positions, cursor):]:
+            if change.at < written_since:
+                return None
             if scope(change):
                 taken.append(change)
                 if len(taken) == limit:

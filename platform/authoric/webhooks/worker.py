@@ -444,11 +444,13 @@ class Deliverer:
                             audience: Audience) -> tuple[list[Change], int, int]:
         """The changes after the webhook's cursor (at most `BATCH`), the log's head and its
         horizon: from what the relay handed on lately when that reaches back to the cursor
-        (webhooks/handed.py: the entries are in memory, so none is missing whatever the
-        horizon), else read from the log."""
+        and holds nothing retention may have removed (webhooks/handed.py; the horizon is then
+        0: nothing after the cursor is gone), else read from the log."""
         if not row["resync_first"]:
+            # Half the retention: an entry the log's retention may have removed by now is
+            # read from the log, whose horizon says so (the database's clock, not ours).
             found = self.handed.after(row["cursor"], functools.partial(in_scope, audience),
-                                      BATCH)
+                                      BATCH, self.wall() - self.settings.change_retention / 2)
             if found is not None:
                 return found[0], self.handed.end, 0
         async with self._raw() as raw:
