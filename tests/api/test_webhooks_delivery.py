@@ -382,8 +382,8 @@ def test_a_role_webhook_reuses_the_verdicts_of_a_stream_of_its_read_class(shop: 
     takes the stream's verdicts instead of re-reading, and still gets what the stream gets."""
     receiver, made, stream = viewer_webhook_and_stream(shop, org=shop.north)
     try:
-        # The first change is judged by the webhook itself: only then does it ask the hub to
-        # keep its class's verdicts.
+        # A webhook of one org asks the hub to keep its class's verdicts on its first pass;
+        # the first change may come before that pass and be judged by the webhook itself.
         first = shop.insert(shop.north_clerk, "N-0")
         receiver.wait_for(lambda g: any(r.json().get("row", {}).get("uid") == first["uid"]
                                         for r in g))
@@ -403,8 +403,7 @@ def test_a_role_webhook_reuses_the_verdicts_of_a_stream_of_its_read_class(shop: 
         assert all(r.json()["row"]["amount"] == "[redacted]" for r in got)
         assert written[2]["uid"] not in str([r.json() for r in got])  # the draft: hidden
         counts = judged_by(shop.world.server, made["uid"])
-        assert counts.get("own", 0) >= 1  # the first
-        assert counts.get("shared", 0) >= 1, counts
+        assert counts.get("shared", 0) >= 5, counts  # every one after the first at least
         assert counts.get("shared", 0) + counts.get("own", 0) == 6
     finally:
         stream.close()
