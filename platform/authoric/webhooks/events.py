@@ -71,9 +71,8 @@ class Delivery:
 class Memos:
     """One app's judge memos, per table, valid for one snapshot version (dropped when the
     app's version moves): shared by every webhook of the app this process delivers, so a
-    statement is compiled, and a read class's decision reached, once, not once per webhook
-    (when 100 webhooks started together, each compiling its own was most of their first
-    second: docs/benchmarks-realtime.md, "Webhooks")."""
+    statement is compiled, and a read class's decision reached, once per app, not once per
+    webhook (100 webhooks starting together each compiled the same statements)."""
 
     version: int = -1
     tables: dict[str, Memo] = field(default_factory=dict)
