@@ -24,7 +24,7 @@ from sqlalchemy.engine import make_url
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
-from tests.receivers import Receiver
+from tests.receivers import DELIVERING, Receiver
 from tests.scenario import AppWorld, Caller, expect
 from tests.servers import ServerProcess, start_server
 from tests.sse import SSEClient
@@ -38,9 +38,7 @@ COLUMNS: list[dict[str, Any]] = [{"name": "number", "type": "text", "required": 
 def hooks_server(database_url: str, tmp_path_factory: pytest.TempPathFactory,
                  ) -> Iterator[ServerProcess]:
     proc = start_server(database_url, tmp_path_factory.mktemp("webhooks"),
-                        AUTHORIC_WEBHOOK_ALLOW_PRIVATE="true", AUTHORIC_WEBHOOK_DELIVERY="true",
-                        AUTHORIC_WEBHOOK_RETRY_BASE="0.05",
-                        AUTHORIC_WEBHOOK_RETRY_MAX="0.2")
+                        **DELIVERING)
     yield proc
     proc.stop()
 

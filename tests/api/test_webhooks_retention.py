@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from tests.receivers import Received, Receiver
+from tests.receivers import DELIVERING, Received, Receiver
 from tests.scenario import AppWorld, expect
 from tests.servers import start_server
 from tests.sse import db_value, drop_database, fresh_database, terminate
@@ -37,8 +37,7 @@ def test_a_webhook_failing_past_the_logs_retention_gets_backfill_expired_then_th
         database_url: str, tmp_path: Path) -> None:
     url = fresh_database(database_url)
     proc = start_server(url, tmp_path, AUTHORIC_CHANGE_RETENTION="1",
-                        AUTHORIC_WEBHOOK_ALLOW_PRIVATE="true", AUTHORIC_WEBHOOK_DELIVERY="true",
-                        AUTHORIC_WEBHOOK_RETRY_BASE="0.05", AUTHORIC_WEBHOOK_RETRY_MAX="0.2")
+                        **DELIVERING)
     accepted: list[Received] = []
     failing = threading.Event()
     failing.set()

@@ -27,7 +27,7 @@ from standardwebhooks.webhooks import WebhookVerificationError
 
 from tests.api.test_webhooks_delivery import let_go
 from tests.e2e.conftest import confirm, go
-from tests.receivers import Received, Receiver
+from tests.receivers import DELIVERING, Received, Receiver
 from tests.scenario import AppWorld, Caller
 from tests.scenario import expect as expect_status
 from tests.servers import ServerProcess, start_server
@@ -43,8 +43,7 @@ def server(database_url: str, data_dir: Path) -> Iterator[ServerProcess]:
     """This module's server in place of the session's (tests/conftest.py), which delivers no
     webhooks: the browser and `world` fixtures take this one."""
     proc = start_server(database_url, data_dir,
-                        AUTHORIC_WEBHOOK_ALLOW_PRIVATE="true", AUTHORIC_WEBHOOK_DELIVERY="true",
-                        AUTHORIC_WEBHOOK_RETRY_BASE="0.05", AUTHORIC_WEBHOOK_RETRY_MAX="0.2")
+                        **DELIVERING)
     yield proc
     proc.stop()
 
