@@ -27,7 +27,7 @@ from standardwebhooks.webhooks import WebhookVerificationError
 from tests.receivers import DELIVERING, Receiver
 from tests.scenario import AppWorld, Caller, expect
 from tests.servers import ServerProcess, start_server
-from tests.sse import SSEClient
+from tests.sse import SSEClient, db_fetch
 
 COLUMNS: list[dict[str, Any]] = [{"name": "number", "type": "text", "required": True},
                                  {"name": "status", "type": "text", "default": "received"},
@@ -405,6 +405,27 @@ def test_a_role_webhook_reuses_the_verdicts_of_a_stream_of_its_read_class(shop: 
         assert counts.get("shared", 0) + counts.get("own", 0) == 6
     finally:
         stream.close()
+
+
+def test_rows_written_by_import_the_console_and_plain_sql_are_delivered_in_order(
+        shop: Shop, database_url: str) -> None:
+    """Issue 41: every write path produces deliveries. REST and bulk have their own tests;
+    here a CSV import (a clerk), the operator's console rows and a captured SQL insert."""
+    receiver = shop.receiver()
+    shop.hook(receiver)
+    table = expect(shop.admin.patch(f"{shop.world.base}/tables/invoices",
+                                    json={"captureSqlWrites": True}), 200)
+    expect(shop.north_clerk.post(f"{shop.world.rows('invoices')}/import",
+                                 content=b"number\nIMP-1\n",
+                                 headers={"Content-Type": "text/csv"}), 201)
+    expect(shop.admin.post(f"{shop.world.base}/tables/invoices/rows",
+                           json={"org": shop.north, "number": "CONSOLE-1"}), 201)
+    db_fetch(database_url, f"INSERT INTO {table['sqlName']} (org_uid, number) VALUES ($1, $2)",
+             uuid.UUID(shop.north), "SQL-1")
+    got = receiver.wait_count(3)
+    assert [g.json()["row"]["number"] for g in got] == ["IMP-1", "CONSOLE-1", "SQL-1"]
+    assert all(g.json()["type"] == "insert" for g in got)
+    assert positions(got) == sorted(positions(got))
 
 
 def test_a_bulk_update_sends_one_resync_per_org_it_ran_in(shop: Shop) -> None:
