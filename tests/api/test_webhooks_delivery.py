@@ -24,6 +24,7 @@ from sqlalchemy.engine import make_url
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
+from authoric.sdk import Authoric
 from tests.receivers import DELIVERING, Receiver
 from tests.scenario import AppWorld, Caller, expect
 from tests.servers import ServerProcess, start_server
@@ -407,10 +408,20 @@ def test_a_role_webhook_reuses_the_verdicts_of_a_stream_of_its_read_class(shop: 
         stream.close()
 
 
-def test_rows_written_by_import_the_console_and_plain_sql_are_delivered_in_order(
+async def sdk_create(database_url: str, app: str, org: str, number: str) -> None:
+    sdk = await Authoric.connect(database_url)
+    try:
+        async with sdk.as_app(app, uuid.UUID(org)) as session:
+            await session.create("invoices", {"number": number})
+    finally:
+        await sdk.close()
+
+
+def test_rows_written_by_import_the_console_plain_sql_and_the_sdk_are_delivered_in_order(
         shop: Shop, database_url: str) -> None:
     """Issue 41: every write path produces deliveries. REST and bulk have their own tests;
-    here a CSV import (a clerk), the operator's console rows and a captured SQL insert."""
+    here a CSV import (a clerk), the operator's console rows, a captured SQL insert and a
+    background job's write through the server-side SDK (acting as the app in North)."""
     receiver = shop.receiver()
     shop.hook(receiver)
     table = expect(shop.admin.patch(f"{shop.world.base}/tables/invoices",
@@ -422,8 +433,9 @@ def test_rows_written_by_import_the_console_and_plain_sql_are_delivered_in_order
                            json={"org": shop.north, "number": "CONSOLE-1"}), 201)
     db_fetch(database_url, f"INSERT INTO {table['sqlName']} (org_uid, number) VALUES ($1, $2)",
              uuid.UUID(shop.north), "SQL-1")
-    got = receiver.wait_count(3)
-    assert [g.json()["row"]["number"] for g in got] == ["IMP-1", "CONSOLE-1", "SQL-1"]
+    asyncio.run(sdk_create(database_url, shop.world.name, shop.north, "SDK-1"))
+    got = receiver.wait_count(4)
+    assert [g.json()["row"]["number"] for g in got] == ["IMP-1", "CONSOLE-1", "SQL-1", "SDK-1"]
     assert all(g.json()["type"] == "insert" for g in got)
     assert positions(got) == sorted(positions(got))
 
