@@ -3,19 +3,23 @@
 Callers: an operator whose server died while PostgreSQL was building an index it asked for
 (simulated exactly: the build's record says `building` with a builder backend that no longer
 exists, and PostgreSQL holds the invalid index a failed `CREATE INDEX CONCURRENTLY` leaves),
-then a server process starting on the same database.
+then a server process starting on the same database, also one whose statement timeout is
+shorter than the sweep has to wait.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from authoric.tables.indexes import physical_name
 from tests.api.test_table_indexes import physical
+from tests.api.test_writes_racing_schema_changes import _wait_for_lock_waiter
 from tests.scenario import AppWorld, expect
 from tests.servers import start_server
 from tests.sse import db_fetch, db_value
@@ -23,8 +27,9 @@ from tests.sse import db_fetch, db_value
 WIDE = 60.0
 
 
-def test_a_server_starting_marks_a_dead_build_failed_and_drops_its_invalid_index(
-        world: AppWorld, database_url: str, data_dir: Path) -> None:
+def _dead_build(world: AppWorld, database_url: str) -> str:
+    """A `building` record of `codes.by_code` whose builder is gone, and the invalid index its
+    failed build left; the index's physical name."""
     created = world.table("codes", [{"name": "code", "type": "text"}])
     org = world.org("North")
     for _ in range(2):  # a duplicate: a unique build over it fails and leaves an invalid index
@@ -42,16 +47,26 @@ def test_a_server_starting_marks_a_dead_build_failed_and_drops_its_invalid_index
              '{"columns": ["code"], "unique": true, "kind": "btree"}', dead_pid)
     assert [(i["name"], i["valid"]) for i in physical(database_url, world, "codes")] == [
         (index, False)]
+    return index
 
+
+def _swept(world: AppWorld, database_url: str) -> None:
+    """Wait until the invalid index is gone, then check the record says why the build failed."""
+    deadline = time.monotonic() + WIDE
+    while physical(database_url, world, "codes") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert physical(database_url, world, "codes") == []
+    got = expect(world.admin.get(f"{world.base}/tables/codes/indexes/by_code"), 200)
+    assert got["state"] == "failed", got
+    assert "interrupted" in got["error"]["message"], got
+
+
+def test_a_server_starting_marks_a_dead_build_failed_and_drops_its_invalid_index(
+        world: AppWorld, database_url: str, data_dir: Path) -> None:
+    _dead_build(world, database_url)
     starting = start_server(database_url, data_dir)
     try:
-        deadline = time.monotonic() + WIDE
-        while physical(database_url, world, "codes") and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert physical(database_url, world, "codes") == []
-        got = expect(world.admin.get(f"{world.base}/tables/codes/indexes/by_code"), 200)
-        assert got["state"] == "failed", got
-        assert "interrupted" in got["error"]["message"], got
+        _swept(world, database_url)
     finally:
         starting.stop()
     # Put again, the index fails for the real reason and lists the duplicates.
@@ -60,3 +75,33 @@ def test_a_server_starting_marks_a_dead_build_failed_and_drops_its_invalid_index
     again = world.settled_index("codes", "by_code")
     assert again["state"] == "failed" and again["error"]["code"] == "CONFLICT", again
     assert len(again["error"]["details"]["rows"]) == 2
+
+
+SHORT_MS = 500  # the starting server's statement timeout
+HELD_S = 2.0  # how long the sweep is kept waiting once it waits: four of those timeouts
+
+
+async def test_a_server_with_a_short_statement_timeout_sweeps_even_when_it_must_wait(
+        world: AppWorld, database_url: str, data_dir: Path) -> None:
+    """An operator's server starting with a 500 ms statement timeout on a busy database (the
+    CI's second pass ran the sweep's catalog read past it): the sweep waits, then finishes,
+    and logs no error."""
+    _dead_build(world, database_url)
+    holder = await asyncpg.connect(database_url)
+    try:
+        holding = holder.transaction()
+        await holding.start()
+        # Writes to the index records wait for this lock; plain reads (startup's) do not.
+        await holder.execute("LOCK TABLE authoric.table_indexes IN EXCLUSIVE MODE")
+        starting = await asyncio.to_thread(start_server, database_url, data_dir,
+                                           AUTHORIC_STATEMENT_TIMEOUT_MS=str(SHORT_MS))
+        try:
+            await _wait_for_lock_waiter(holder, "authoric.table_indexes", "RowExclusiveLock")
+            await asyncio.sleep(HELD_S)
+            await holding.rollback()
+            await asyncio.to_thread(_swept, world, database_url)
+            assert "Traceback" not in starting.log(), starting.log()
+        finally:
+            starting.stop()
+    finally:
+        await holder.close()

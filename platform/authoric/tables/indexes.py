@@ -263,6 +263,7 @@ END_TURN = "SELECT pg_advisory_unlock($1)"  # $1: BUILD_TURN
 CANCEL_BUILDER = "SELECT pg_cancel_backend($1) FROM pg_stat_activity WHERE pid = $1"  # $1: pid
 NO_STATEMENT_TIMEOUT = "SET statement_timeout = 0"  # a build or a drop takes what it takes
 RESET_STATEMENT_TIMEOUT = "RESET statement_timeout"
+NO_STATEMENT_TIMEOUT_HERE = "SET LOCAL statement_timeout = 0"  # this transaction only
 # The physical indexes left invalid among the names $1 (a build that died half way).
 INVALID_INDEXES = (
     "SELECT n.nspname, x.relname FROM pg_index i "
@@ -335,6 +336,9 @@ class IndexBuilder:
         the index again. The number of indexes dropped."""
         c = t.table_indexes.c
         async with self._engine.begin() as conn:
+            # Off the request path, like a build: the statement timeout bounds what a client
+            # waits for, and a busy catalog or a locked record must delay the sweep, not end it.
+            await conn.exec_driver_sql(NO_STATEMENT_TIMEOUT_HERE)
             await conn.execute(update(t.table_indexes).where(_builder_gone())
                                .values(**_INTERRUPTED))
             failed = (await conn.execute(select(c.app_uid, c.table_name, c.name)
