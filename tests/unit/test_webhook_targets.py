@@ -2,7 +2,7 @@
 name resolved on every attempt, private answers refused, and the connection made to the
 address just checked, with the name in the Host header.
 And the kept connections (webhooks/connections.py): reused per host while the receiver keeps
-them, a new one once it closed its end."""
+them, a new one once it closed its end; and a response read up to 4 KiB of its body."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from authoric.errors import ValidationFailed
+from authoric.webhooks.connections import BODY_LIMIT, Host, exchange, opened
 from authoric.webhooks.targets import (
     PinnedTransport,
     TargetRefused,
@@ -260,3 +261,83 @@ def test_a_connection_the_receiver_closed_is_not_reused() -> None:
 
     statuses, connections = asyncio.run(go())
     assert statuses == [200] * 5 and connections == 3
+
+
+HUGE = 1 << 20  # a receiver answering a delivery with a megabyte
+
+
+def test_a_receiver_answering_a_megabyte_has_only_4_kib_of_its_body_read() -> None:
+    """Contract section 8: responses are read up to 4 KiB. What the delivery read of the
+    connection's stream is the head and 4 KiB of the body: the rest is all still there."""
+    head = f"HTTP/1.1 200 OK\r\nContent-Length: {HUGE}\r\n\r\n".encode()
+
+    async def go() -> tuple[int, int, int]:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            await reader.readexactly(2)
+            writer.write(head + b"x" * HUGE)
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = int(server.sockets[0].getsockname()[1])
+        host = Host("http", "127.0.0.1", port)
+        request = httpx.Request("POST", f"http://127.0.0.1:{port}/hook", content=b"{}")
+        try:
+            conn = await opened(host, "127.0.0.1", request, None)
+            response = await exchange(host, conn, request)
+            # The body's own iteration: httpx's `aiter_raw` would close the connection after it.
+            body = b"".join([chunk async for chunk in response.stream])  # type: ignore[union-attr]
+            left = 0
+            while chunk := await conn.reader.read(1 << 16):
+                left += len(chunk)
+            await response.aclose()
+            return response.status_code, len(body), left
+        finally:
+            server.close()
+
+    status, body, left = asyncio.run(go())
+    assert (status, body) == (200, BODY_LIMIT)
+    assert left == HUGE - BODY_LIMIT  # nothing of the body beyond the limit was taken
+
+
+def test_a_connection_whose_answer_was_cut_at_4_kib_is_not_reused() -> None:
+    """A delivery answered with a megabyte succeeds; the next opens a new connection, since
+    the rest of that answer still stands in the old one."""
+
+    class Chatty(KeepAlive):
+        async def _serve(self, reader: asyncio.StreamReader,
+                         writer: asyncio.StreamWriter) -> None:
+            self.connections += 1
+            try:
+                while True:
+                    await reader.readuntil(b"\r\n\r\n")
+                    await reader.readexactly(2)
+                    self.answered += 1
+                    writer.write(f"HTTP/1.1 200 OK\r\nContent-Length: {HUGE}\r\n\r\n".encode()
+                                 + b"x" * HUGE)
+                    await writer.drain()
+            except (asyncio.IncompleteReadError, ConnectionError):
+                pass
+            writer.close()
+
+    async def go() -> tuple[list[int], int]:
+        receiver = Chatty()
+        port = await receiver.start()
+        transport = PinnedTransport(allow_private=True)
+        statuses = []
+        try:
+            for _ in range(3):
+                response = await transport.handle_async_request(
+                    httpx.Request("POST", f"http://127.0.0.1:{port}/hook", content=b"{}"))
+                body = b"".join([chunk async for chunk in response.aiter_raw()])
+                await response.aclose()
+                assert len(body) == BODY_LIMIT
+                statuses.append(response.status_code)
+            return statuses, receiver.connections
+        finally:
+            await transport.aclose()
+            await receiver.stop()
+
+    statuses, connections = asyncio.run(go())
+    assert statuses == [200] * 3 and connections == 3

@@ -22,7 +22,12 @@ from dataclasses import dataclass, field
 import h11
 import httpx
 
-READ = 65536  # bytes asked of the socket at a time
+# Contract section 8: a response is read up to 4 KiB of its body. Every read asks the socket for
+# at most that much, and a body's reads only for what is left of it (`Body`), so a receiver
+# answering with megabytes has at most 4 KiB of its body taken; the rest is dropped with the
+# connection. A receiver's answer to a delivery is a few hundred bytes: one read.
+BODY_LIMIT = 4096
+READ = BODY_LIMIT  # bytes asked of the socket at a time
 IDLE_PER_HOST = 8  # idle connections kept per host (webhooks to one host share them)
 
 
@@ -44,16 +49,17 @@ class Connection:
     def close(self) -> None:
         self.writer.close()
 
-    async def next_event(self, timeout: float | None) -> object:
+    async def next_event(self, timeout: float | None, most: int = READ) -> object:
+        """h11's next event, reading at most `most` bytes of the socket at a time."""
         while True:
             event = self.h11.next_event()
             if event is not h11.NEED_DATA:
                 return event
             if timeout is None:  # bounded by the caller (the worker's whole attempt)
-                data = await self.reader.read(READ)
+                data = await self.reader.read(most)
             else:
                 async with asyncio.timeout(timeout):
-                    data = await self.reader.read(READ)
+                    data = await self.reader.read(most)
             self.h11.receive_data(data)
 
 
@@ -112,18 +118,24 @@ async def opened(host: Host, address: str, request: httpx.Request,
 
 
 class Body(httpx.AsyncByteStream):
-    """A response's body, read from its connection as the caller asks; closing it gives the
-    connection back to its host when the whole body was read, else ends it."""
+    """A response's body, read from its connection as the caller asks, up to `BODY_LIMIT`
+    bytes; closing it gives the connection back to its host when the whole body was read,
+    else ends it (a body cut at the limit too)."""
 
     def __init__(self, host: Host, conn: Connection, read: float | None) -> None:
         self.host, self.conn, self.read = host, conn, read
         self.done = False
+        self.taken = 0  # bytes of the body read so far
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        while not self.done:
-            event = await self.conn.next_event(self.read)
+        while not self.done and self.taken < BODY_LIMIT:
+            # The head's read may have brought some of the body: h11 hands that out first,
+            # and the socket is asked only for what the limit leaves.
+            event = await self.conn.next_event(self.read, BODY_LIMIT - self.taken)
             if isinstance(event, h11.Data):
-                yield bytes(event.data)
+                data = bytes(event.data)[:BODY_LIMIT - self.taken]
+                self.taken += len(data)
+                yield data
             elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
                 self.done = True
 
