@@ -560,14 +560,19 @@ def test_operator_sends_a_test_delivery_that_moves_nothing(shop: Shop) -> None:
     assert expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/test"), 200)["status"] == 410
 
 
-def test_an_operator_webhook_expands_references_as_the_operator_reads_them(shop: Shop) -> None:
-    world = shop.world
+def _bills(world: AppWorld) -> None:
+    """Bills referencing vendors, which reference countries."""
     world.table("countries", [{"name": "code", "type": "text", "required": True}])
     world.table("vendors", [{"name": "name", "type": "text", "required": True},
                             {"name": "iban", "type": "text"},
                             {"name": "country", "type": "reference", "references": "countries"}])
     world.table("bills", [{"name": "number", "type": "text", "required": True},
                           {"name": "vendor", "type": "reference", "references": "vendors"}])
+
+
+def test_an_operator_webhook_expands_references_as_the_operator_reads_them(shop: Shop) -> None:
+    world = shop.world
+    _bills(world)
     world.role("buyer", ["countries:*", "vendors:*", "bills:*"], redact={"vendors": ["iban"]})
     buyer = world.caller(shop.south, ["buyer"])
     operator_receiver, buyer_receiver = shop.receiver(), shop.receiver()
@@ -593,3 +598,29 @@ def test_an_operator_webhook_expands_references_as_the_operator_reads_them(shop:
     buyer_got = buyer_receiver.wait_count(2)
     assert buyer_got[0].json()["row"]["expand"]["vendor"]["iban"] == "[redacted]"
     assert buyer_got[0].json()["row"]["expand"]["vendor"]["expand"]["country"]["code"] == "NO"
+
+
+def test_an_expand_path_none_of_the_webhooks_tables_follows_gets_422_and_changes_nothing(
+        shop: Shop) -> None:
+    """An operator's typo in `expand` (or a plain column) is refused at create and at PATCH,
+    not delivered as `null` for ever; a webhook over several tables needs each path on one."""
+    _bills(shop.world)
+    receiver = shop.receiver()
+    for tables, expand in ((["bills"], ["vendr"]), (["bills"], ["vendor.name"]),
+                           (["bills"], ["number"]), (["countries"], ["vendor"])):
+        refused = expect(shop.admin.post(shop.hooks_path, json={
+            "url": receiver.url, "tables": tables, "expand": expand}), 422, "VALIDATION_FAILED")
+        assert refused["error"]["details"]["expand"] == expand, refused
+    assert expect(shop.admin.get(shop.hooks_path), 200)["items"] == []
+
+    made = shop.hook(receiver, tables=["bills", "vendors"], expand=["vendor", "country"])
+    assert made["expand"] == ["vendor", "country"]
+    path = f"{shop.hooks_path}/{made['uid']}"
+    expect(shop.admin.patch(path, json={"expand": ["vendor.nope"]}), 422, "VALIDATION_FAILED")
+    # Dropping `vendors` would leave `country` followed by no table: refused as well.
+    expect(shop.admin.patch(path, json={"tables": ["bills"]}), 422, "VALIDATION_FAILED")
+    kept = expect(shop.admin.get(path), 200)
+    assert (kept["tables"], kept["expand"]) == (["bills", "vendors"], ["vendor", "country"])
+    changed = expect(shop.admin.patch(path, json={"tables": ["bills"],
+                                                  "expand": ["vendor.country"]}), 200)
+    assert (changed["tables"], changed["expand"]) == (["bills"], ["vendor.country"])

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from authoric.catalog.model import TableDef
 from authoric.catalog.schema import CompiledTable
 from authoric.catalog.snapshot import AppSnapshot
 from authoric.errors import BadRequest, Forbidden, NotFound, TableLocked
@@ -77,6 +78,23 @@ def expansion_tree(access: Access, paths: ExpandPaths) -> Tree:
                                  {"expand": ".".join(path)})
             table = access.snapshot.table(column.references)
     return paths_tree(paths)
+
+
+def unreached_paths(definitions: Mapping[str, TableDef], tables: Sequence[str],
+                    paths: ExpandPaths) -> list[str]:
+    """The paths (dotted) that no table of `tables` follows through reference columns: a
+    webhook over several tables expands each path where its table has it, so a path only
+    needs one table to reach it; one that none reaches is a mistake (a typo, a plain column)."""
+    def reaches(table: TableDef | None, path: tuple[str, ...]) -> bool:
+        for name in path:
+            column = table.column(name) if table is not None else None
+            if column is None or column.references is None:
+                return False
+            table = definitions.get(column.references)
+        return True
+
+    return [".".join(path) for path in paths
+            if not any(reaches(definitions.get(name), path) for name in tables)]
 
 
 def governed_reader(admit: Callable[[str, str], Access]) -> Admit:

@@ -16,10 +16,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from uuid6 import uuid7
 
 from authoric.catalog.apps import find_app
+from authoric.catalog.model import TableDef
 from authoric.catalog.types import rfc3339
 from authoric.changes import reader
 from authoric.db import tables as t
 from authoric.errors import BadRequest, NotFound, ValidationFailed
+from authoric.plan.expand import unreached_paths
 from authoric.plan.listing import newest_first, parse_id_cursor, parse_limit
 from authoric.plan.request import parse_expand
 from authoric.webhooks.model import NewWebhook, Replay, WebhookChange
@@ -54,8 +56,10 @@ async def _head_and_horizon(conn: AsyncConnection) -> tuple[int, int]:
 
 
 async def _checked_names(conn: AsyncConnection, app_uid: uuid.UUID, tables: list[str] | None,
-                         role: str | None, expand: list[str] | None) -> None:
-    """422 for a table or role the app does not have, or an expand path of a bad shape."""
+                         role: str | None, expand: list[str] | None,
+                         over: list[str]) -> None:
+    """422 for a table or role the app does not have, or an expand path of a bad shape or
+    that none of the webhook's tables (`over`) follows through reference columns."""
     if tables is not None:
         known = set((await conn.execute(select(t.app_tables.c.name).where(
             t.app_tables.c.app_uid == app_uid, t.app_tables.c.name.in_(tables)))).scalars())
@@ -69,9 +73,19 @@ async def _checked_names(conn: AsyncConnection, app_uid: uuid.UUID, tables: list
             raise ValidationFailed("no such role", {"role": role})
     if expand:
         try:
-            parse_expand(",".join(expand))
+            paths = parse_expand(",".join(expand))
         except BadRequest as exc:
             raise ValidationFailed(exc.message, {"expand": expand}) from exc
+        unreached = unreached_paths(await _definitions(conn, app_uid), over, paths)
+        if unreached:
+            raise ValidationFailed("expand names reference columns of the webhook's tables",
+                                   {"expand": unreached})
+
+
+async def _definitions(conn: AsyncConnection, app_uid: uuid.UUID) -> dict[str, TableDef]:
+    rows = await conn.execute(select(t.app_tables.c.name, t.app_tables.c.definition).where(
+        t.app_tables.c.app_uid == app_uid))
+    return {name: TableDef.model_validate(doc) for name, doc in rows}
 
 
 async def _org_uid(conn: AsyncConnection, app_uid: uuid.UUID, ref: str | None) -> uuid.UUID | None:
@@ -92,7 +106,7 @@ async def create_webhook(conn: AsyncConnection, app_ref: str, new: NewWebhook,
                          check_url: CheckUrl) -> dict[str, Any]:
     app = await find_app(conn, app_ref)
     await check_url(new.url)
-    await _checked_names(conn, app["uid"], new.tables, new.role, new.expand)
+    await _checked_names(conn, app["uid"], new.tables, new.role, new.expand, new.tables)
     org = await _org_uid(conn, app["uid"], new.org)
     head, _ = await _head_and_horizon(conn)
     uid = uuid7()
@@ -137,7 +151,11 @@ async def patch_webhook(conn: AsyncConnection, app_ref: str, ref: str, change: W
             raise ValidationFailed(f"{name} may not be null", {name: None})
     if change.url is not None:
         await check_url(change.url)
-    await _checked_names(conn, app["uid"], change.tables, change.role, change.expand)
+    # The expand paths are checked against the tables the webhook will have, whichever changed.
+    over = change.tables if change.tables is not None else list(row["tables"])
+    expand = change.expand if change.expand is not None else (
+        list(row["expand"]) if change.tables is not None else None)
+    await _checked_names(conn, app["uid"], change.tables, change.role, expand, over)
     values: dict[str, Any] = {k: v for k, v in given.items() if k != "status"}
     if change.status is not None and change.status != row["status"]:
         values["status"] = change.status
