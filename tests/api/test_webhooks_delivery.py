@@ -25,6 +25,7 @@ from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from authoric.sdk import Authoric
+from tests.accounts import wait_until
 from tests.receivers import DELIVERING, Receiver
 from tests.scenario import AppWorld, Caller, expect
 from tests.servers import ServerProcess, start_server
@@ -259,6 +260,15 @@ def test_replay_sends_again_from_a_position(shop: Shop) -> None:
     assert [r.id for r in again] == [got[1].id, got[2].id]
     assert [r.json()["row"]["uid"] for r in again] == [rows[1]["uid"], rows[2]["uid"]]
     expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/replay", json={"from": "x"}), 422)
+    # Replay sends again; it never skips ahead past changes not yet sent.
+    path = f"{shop.hooks_path}/{made['uid']}"
+    wait_until(lambda: expect(shop.admin.get(path), 200)["position"] == got[2].id, 60)
+    ahead = str(int(got[2].id) + 2)
+    refused = expect(shop.admin.post(f"{path}/replay", json={"from": ahead}), 422,
+                     "VALIDATION_FAILED")
+    assert refused["error"]["details"]["position"] == got[2].id
+    assert expect(shop.admin.get(path), 200)["position"] == got[2].id
+    expect(shop.admin.post(f"{path}/replay", json={"from": str(int(got[2].id) + 1)}), 200)
 
 
 def lease_held(database_url: str, uid: str, timeout: float = 30) -> None:
@@ -624,3 +634,25 @@ def test_an_expand_path_none_of_the_webhooks_tables_follows_gets_422_and_changes
     changed = expect(shop.admin.patch(path, json={"tables": ["bills"],
                                                   "expand": ["vendor.country"]}), 200)
     assert (changed["tables"], changed["expand"]) == (["bills"], ["vendor.country"])
+
+
+def test_operator_pages_through_a_webhooks_deliveries_newest_first(shop: Shop) -> None:
+    receiver = shop.receiver()
+    made = shop.hook(receiver)
+    for i in range(3):
+        shop.insert(shop.north_clerk, f"N-{i}")
+    positions = [r.id for r in receiver.wait_count(3)]
+    path = f"{shop.hooks_path}/{made['uid']}/deliveries"
+    wait_until(lambda: len(shop.deliveries(made["uid"])) == 3, 60)
+    first = expect(shop.admin.get(f"{path}?limit=2"), 200)
+    assert [d["position"] for d in first["items"]] == positions[:0:-1]  # the newest two
+    assert first["next"] is not None
+    last = expect(shop.admin.get(f"{path}?limit=2&after={first['next']}"), 200)
+    assert [d["position"] for d in last["items"]] == positions[:1] and last["next"] is None
+    for bad in ("limit=0", "limit=x", "after=x"):
+        expect(shop.admin.get(f"{path}?{bad}"), 400)
+    # Deleted (204), the webhook and its deliveries are gone.
+    deleted = shop.admin.delete(f"{shop.hooks_path}/{made['uid']}")
+    assert deleted.status_code == 204 and deleted.content == b""
+    expect(shop.admin.get(f"{shop.hooks_path}/{made['uid']}"), 404, "NOT_FOUND")
+    expect(shop.admin.get(path), 404, "NOT_FOUND")

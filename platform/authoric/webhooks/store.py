@@ -195,15 +195,16 @@ async def rotate_secret(conn: AsyncConnection, app_ref: str, ref: str) -> dict[s
 
 
 async def replay(conn: AsyncConnection, app_ref: str, ref: str, body: Replay) -> dict[str, Any]:
-    """Send again from `from` (included): the cursor moves to just before it, and a failing
-    webhook is resumed (a paused one stays paused)."""
+    """Send again from `from` (included), at most the webhook's next position (replay never
+    skips): the cursor moves to just before it, and a failing webhook is resumed (a paused
+    one stays paused)."""
     app = await find_app(conn, app_ref)
     row = await _webhook(conn, app["uid"], ref, lock=True)
     start = int(body.from_)
-    head, _ = await _head_and_horizon(conn)
-    if start < 1 or start > head + 1:
-        raise ValidationFailed("from must be a position of the change log", {"from": body.from_,
-                                                                            "head": str(head)})
+    if start < 1 or start > row["cursor"] + 1:
+        # Ahead of the webhook's next position, the changes in between would never be sent.
+        raise ValidationFailed("from must be a position the webhook has reached",
+                               {"from": body.from_, "position": str(row["cursor"])})
     values = await _resumed(conn, start - 1)
     if row["status"] == "failing":
         values["status"] = "active"
