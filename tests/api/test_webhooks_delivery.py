@@ -461,6 +461,31 @@ def test_a_bulk_update_sends_one_resync_per_org_it_ran_in(shop: Shop) -> None:
                              "org": shop.north, "table": "invoices"}
 
 
+def test_a_large_import_and_a_large_sql_statement_each_send_one_resync(
+        shop: Shop, database_url: str) -> None:
+    """Issue 41: large imports and SQL statements over 1,000 rows send `resync` (bulk_change)
+    to a webhook, as to a stream, in place of a delivery per row."""
+    receiver = shop.receiver()
+    shop.hook(receiver)
+    table = expect(shop.admin.patch(f"{shop.world.base}/tables/invoices",
+                                    json={"captureSqlWrites": True}), 200)
+    csv = "number\n" + "".join(f"IMP-{i}\n" for i in range(1001))
+    assert expect(shop.north_clerk.post(f"{shop.world.rows('invoices')}/import",
+                                        content=csv.encode(),
+                                        headers={"Content-Type": "text/csv"}),
+                  201) == {"inserted": 1001}
+    shop.insert(shop.north_clerk, "AFTER-IMPORT")
+    db_fetch(database_url, f"INSERT INTO {table['sqlName']} (org_uid, number) "
+             "SELECT $1, 'SQL-' || g FROM generate_series(1, 1500) g", uuid.UUID(shop.north))
+    shop.insert(shop.north_clerk, "AFTER-SQL")
+    got = [g.json() for g in receiver.wait_count(4)]
+    resync = {"type": "resync", "reason": "bulk_change", "org": shop.north, "table": "invoices"}
+    assert [{k: g.get(k) for k in resync} for g in got[0::2]] == [resync, resync]
+    assert [(g["type"], g["row"]["number"]) for g in got[1::2]] == [
+        ("insert", "AFTER-IMPORT"), ("insert", "AFTER-SQL")]
+    assert len(receiver.received()) == 4
+
+
 def test_a_redirect_is_not_followed_and_counts_as_a_failure(shop: Shop) -> None:
     target = shop.receiver()
     redirecting = shop.receiver()
