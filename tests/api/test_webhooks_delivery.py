@@ -681,3 +681,30 @@ def test_operator_pages_through_a_webhooks_deliveries_newest_first(shop: Shop) -
     assert deleted.status_code == 204 and deleted.content == b""
     expect(shop.admin.get(f"{shop.hooks_path}/{made['uid']}"), 404, "NOT_FOUND")
     expect(shop.admin.get(path), 404, "NOT_FOUND")
+
+
+HANG_S = 12.0  # a receiver that takes this long to answer: longer than an attempt's 10 s
+
+
+def test_a_receiver_that_answers_after_10_s_has_failed_that_attempt_and_gets_a_retry(
+        shop: Shop) -> None:
+    """Contract section 8: a delivery succeeds on a 2xx within 10 s. A later 200 does not
+    count: the attempt is recorded as failed, and the retry delivers the same change."""
+    hung = threading.Event()
+
+    def slow_once(_: Any) -> tuple[int, dict[str, str]]:
+        if not hung.is_set():
+            hung.set()
+            time.sleep(HANG_S)
+        return 200, {}
+
+    receiver = shop.receiver()
+    receiver.answer = slow_once
+    made = shop.hook(receiver)
+    shop.insert(shop.north_clerk, "N-1")
+    wait_until(lambda: any(d["status"] == 200 for d in shop.deliveries(made["uid"])), 90)
+    first, *rest = reversed(shop.deliveries(made["uid"]))  # oldest first
+    assert (first["status"], first["error"]) == (None, "no answer within 10 s"), first
+    assert first["durationMs"] >= 9_900, first  # ended by the bound, not by an answer
+    assert [d["status"] for d in rest] == [200]
+    assert {r.id for r in receiver.received()} == {first["position"]}
