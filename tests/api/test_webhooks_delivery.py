@@ -708,3 +708,25 @@ def test_a_receiver_that_answers_after_10_s_has_failed_that_attempt_and_gets_a_r
     assert first["durationMs"] >= 9_900, first  # ended by the bound, not by an answer
     assert [d["status"] for d in rest] == [200]
     assert {r.id for r in receiver.received()} == {first["position"]}
+
+
+def test_a_patched_webhook_delivers_what_follows_to_its_new_url_ops_and_role(
+        shop: Shop) -> None:
+    """An operator moves a webhook to another receiver, to deletes only, then to a role that
+    redacts `amount`: each change applies from the next delivery on."""
+    old, new = shop.receiver(), shop.receiver()
+    made = shop.hook(old)
+    path = f"{shop.hooks_path}/{made['uid']}"
+    first = shop.insert(shop.north_clerk, "N-1")
+    old.wait_count(1)
+    expect(shop.admin.patch(path, json={"url": new.url, "ops": ["delete"]}), 200)
+    shop.insert(shop.north_clerk, "N-2")  # an insert: no longer wanted
+    expect(shop.north_clerk.delete(f"{shop.world.rows('invoices')}/{first['uid']}"), 204)
+    [deleted] = new.wait_count(1)
+    assert (deleted.json()["type"], deleted.json()["rowUid"]) == ("delete", first["uid"])
+    expect(shop.admin.patch(path, json={"ops": ["insert"], "role": "viewer"}), 200)
+    shop.insert(shop.north_clerk, "N-3", status="received")
+    got = new.wait_count(2)[1].json()
+    assert (got["type"], got["row"]["number"], got["row"]["amount"]) == (
+        "insert", "N-3", "[redacted]")
+    assert len(old.received()) == 1 and len(new.received()) == 2
