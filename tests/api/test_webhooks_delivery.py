@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -170,6 +171,10 @@ def test_operator_creates_a_webhook_and_gets_each_change_signed_in_order(shop: S
     assert [b_["type"] for b_ in bodies] == ["insert", "update", "insert", "delete"]
     assert positions(got) == sorted(positions(got)) and len(set(positions(got))) == 4
     assert [int(b_["position"]) for b_ in bodies] == positions(got)
+    for body in bodies:  # when the change was written: RFC 3339 in UTC
+        written = datetime.fromisoformat(body["timestamp"].replace("Z", "+00:00"))
+        assert body["timestamp"].endswith("Z")
+        assert abs(written - datetime.now(UTC)) < timedelta(hours=1), body["timestamp"]
     assert bodies[0]["row"]["uid"] == a["uid"] and bodies[0]["row"]["amount"] == "10.00"
     assert bodies[0]["org"] == shop.north and bodies[2]["org"] == shop.south
     assert bodies[2]["row"]["uid"] == b["uid"]  # the operator's view: drafts too
@@ -528,19 +533,26 @@ def test_operator_rotates_the_secret_and_later_deliveries_use_it(shop: Shop) -> 
     Webhook(rotated["secret"]).verify(got[0].body, got[0].headers)
 
 
-def test_webhook_changes_are_audited_without_their_secret(shop: Shop) -> None:
+def test_webhook_changes_are_audited_without_their_secret(shop: Shop,
+                                                          hooks_server: ServerProcess) -> None:
     receiver = shop.receiver()
+    receiver.fail_next = 1  # a failed attempt too: its error is logged and recorded
     made = shop.hook(receiver)
     path = f"{shop.hooks_path}/{made['uid']}"
     rotated = expect(shop.admin.post(f"{path}/secret"), 200)
     expect(shop.admin.patch(path, json={"ops": ["insert"]}), 200)
     expect(shop.admin.post(f"{path}/replay", json={"from": "1"}), 200)
+    shop.insert(shop.north_clerk, "N-1")
+    wait_until(lambda: [d["status"] for d in shop.deliveries(made["uid"])] == [200, 503], 60)
+    deliveries = str(shop.deliveries(made["uid"]))
+    expect(shop.admin.delete(path), 204)
     entries = expect(shop.admin.get(f"{shop.world.base}/audit"), 200)["items"]
     actions = [e["action"] for e in entries]
     assert {"webhook.create", "webhook_secret.rotate", "webhook.update",
-            "webhook.replay"} <= set(actions)
-    text = str(entries)
-    assert made["secret"] not in text and rotated["secret"] not in text
+            "webhook.replay", "webhook.delete"} <= set(actions)
+    # Neither secret in the audit log, the deliveries log or the server's log.
+    for text in (str(entries), deliveries, hooks_server.log()):
+        assert made["secret"] not in text and rotated["secret"] not in text
     assert "whsec_" not in text
 
 
