@@ -1,6 +1,7 @@
 """A webhook that keeps failing longer than the change log keeps its entries (contract section
 8): when its receiver answers again, it first gets a `resync` `backfill_expired`, never a
-silent skip over the entries retention removed.
+silent skip over the entries retention removed; likewise when it had turned `failing` and
+the operator resumes it.
 
 Callers: the operator (admin token) makes the webhook; a clerk writes invoices. The server
 here keeps changes 1 s (AUTHORIC_CHANGE_RETENTION=1) on a database of its own, retries after
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.receivers import DELIVERING, Received, Receiver
 from tests.scenario import AppWorld, expect
@@ -33,8 +35,12 @@ def _poll(condition: Callable[[], bool], what: str, timeout: float = 30) -> None
         time.sleep(0.05)
 
 
+@pytest.mark.parametrize("turned_failing", [False, True],
+                         ids=["still-retrying", "failing-then-resumed-by-the-operator"])
 def test_a_webhook_failing_past_the_logs_retention_gets_backfill_expired_then_the_rest(
-        database_url: str, tmp_path: Path) -> None:
+        database_url: str, tmp_path: Path, turned_failing: bool) -> None:
+    """Retrying when the receiver answers again, or turned `failing` (its retry window over)
+    and then resumed by the operator's PATCH: either way a resync comes first."""
     url = fresh_database(database_url)
     proc = start_server(url, tmp_path, AUTHORIC_CHANGE_RETENTION="1",
                         **DELIVERING)
@@ -56,11 +62,18 @@ def test_a_webhook_failing_past_the_logs_retention_gets_backfill_expired_then_th
             org = world.org("Northwind")
             world.role("clerk", ["invoices:*"])
             clerk = world.caller(org, ["clerk"])
+            if turned_failing:  # about a second of retries
+                expect(world.admin.patch(world.base, json={
+                    "settings": {"webhookRetryHours": 0.0003}}), 200)
             made = expect(world.admin.post(f"{world.base}/webhooks", json={
                 "url": receiver.url, "tables": ["invoices"]}), 201)
+            hook = f"{world.base}/webhooks/{made['uid']}"
             old = [expect(clerk.post(world.rows("invoices"), json={"number": f"old-{i}"}), 201)
                    for i in range(3)]
             receiver.wait_for(lambda _: len(receiver.received()) >= 2, what="retries")
+            if turned_failing:
+                _poll(lambda: expect(world.admin.get(hook), 200)["status"] == "failing",
+                      "the webhook to turn failing")
             last_old = int(db_value(url, "SELECT max(pos) FROM authoric.changes"))
             _poll(lambda: db_value(url, "SELECT count(*) FROM authoric.changes WHERE pos <= $1 "
                                         "AND created_at >= now() - interval '1.5 seconds'",
@@ -71,6 +84,8 @@ def test_a_webhook_failing_past_the_logs_retention_gets_backfill_expired_then_th
             horizon = int(db_value(url, "SELECT pos FROM authoric.log_horizon WHERE id = 1"))
             after = expect(clerk.post(world.rows("invoices"), json={"number": "after"}), 201)
             failing.clear()
+            if turned_failing:
+                expect(world.admin.patch(hook, json={"status": "active"}), 200)
             receiver.wait_for(lambda _: any(r.json().get("row", {}).get("uid") == after["uid"]
                                             for r in accepted), what="the change after")
             bodies: list[dict[str, Any]] = [r.json() for r in accepted]
@@ -79,7 +94,7 @@ def test_a_webhook_failing_past_the_logs_retention_gets_backfill_expired_then_th
             assert accepted[0].id == str(horizon)
             assert [b.get("row", {}).get("uid") for b in bodies[1:]] == [after["uid"]]
             assert not {o["uid"] for o in old} & {b.get("row", {}).get("uid") for b in bodies}
-            got = expect(world.admin.get(f"{world.base}/webhooks/{made['uid']}"), 200)
+            got = expect(world.admin.get(hook), 200)
             assert got["status"] == "active"
     finally:
         receiver.stop()
