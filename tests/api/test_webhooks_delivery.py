@@ -742,3 +742,26 @@ def test_a_patched_webhook_delivers_what_follows_to_its_new_url_ops_and_role(
     assert (got["type"], got["row"]["number"], got["row"]["amount"]) == (
         "insert", "N-3", "[redacted]")
     assert len(old.received()) == 1 and len(new.received()) == 2
+
+
+def test_a_change_of_the_tables_columns_sends_resync_schema_change_then_rows_as_they_now_are(
+        shop: Shop) -> None:
+    """An operator renames a column: each webhook of the table gets a `resync` `schema_change`
+    for each org it covers (every org, or North only) before the rows written after it, which
+    carry the new name."""
+    everyone, north_only = shop.receiver(), shop.receiver()
+    shop.hook(everyone)
+    shop.hook(north_only, org=shop.north)
+    expect(shop.admin.patch(f"{shop.world.base}/tables/invoices",
+                            json={"renameColumns": {"number": "ref"}}), 200)
+    row = expect(shop.north_clerk.post(shop.world.rows("invoices"), json={"ref": "R-1"}), 201)
+    for receiver, orgs in ((everyone, {shop.north, shop.south}), (north_only, {shop.north})):
+        got = [r.json() for r in receiver.wait_count(len(orgs) + 1)]
+        *resyncs, insert = got
+        assert len(got) == len(orgs) + 1, got
+        assert {(r["type"], r["reason"], r["table"]) for r in resyncs} == {
+            ("resync", "schema_change", "invoices")}, resyncs
+        assert {r["org"] for r in resyncs} == orgs
+        assert (insert["type"], insert["row"]["uid"], insert["row"]["ref"]) == (
+            "insert", row["uid"], "R-1")
+        assert "number" not in insert["row"]
