@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable
 from typing import Any
 
 from tests.scenario import AppWorld, Caller, expect, unique
+from tests.waiting import wait_until
 
 TOKEN_IN_LINK = re.compile(r"token=([A-Za-z0-9_\-]+)")
 
@@ -80,17 +79,9 @@ def stranger_signed_up(world: AppWorld) -> str:
     return email
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
-
-
 def wait_until_sent(world: AppWorld, email: str) -> None:
     """Until the outbox marks every mail to `email` sent: the sender never tries a sent mail
     again, so what the SMTP server holds for it is then final."""
     wait_until(lambda: bool(mails_to(world, email))
-               and all(m["status"] == "sent" for m in mails_to(world, email)), timeout=90)
+               and all(m["status"] == "sent" for m in mails_to(world, email)),
+               f"every mail to {email} sent", timeout=90)

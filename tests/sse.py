@@ -412,3 +412,20 @@ def drop_database(url: str) -> None:
     admin = make_url(url).set(database="postgres").render_as_string(hide_password=False)
     db_fetch(admin, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name)
     db_fetch(admin, f'DROP DATABASE IF EXISTS "{name}"')
+
+
+LOCK_WAIT_S = 20.0  # how long a lock wait may take to show up in pg_locks (a loaded machine)
+
+
+async def wait_for_lock_waiter(conn: asyncpg.Connection, relation: str, mode: str) -> None:
+    """Until some session waits for `mode` on `relation` (pg_locks, not granted)."""
+    deadline = asyncio.get_running_loop().time() + LOCK_WAIT_S
+    while asyncio.get_running_loop().time() < deadline:
+        waiting = await conn.fetchval(
+            "SELECT count(*) FROM pg_locks WHERE relation = $1::regclass AND mode = $2 "
+            "AND NOT granted AND database = (SELECT oid FROM pg_database "
+            "WHERE datname = current_database())", relation, mode)
+        if waiting:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"nobody waited for {mode} on {relation}")

@@ -21,13 +21,13 @@ from tests.accounts import (
     open_sign_up,
     sign_up,
     stranger_signed_up,
-    wait_until,
     wait_until_sent,
 )
 from tests.scenario import AppWorld, expect
 from tests.servers import ServerProcess, start_server
 from tests.smtp import SmtpServer, body_text, html_text, self_signed
 from tests.sse import db_fetch
+from tests.waiting import wait_until
 
 MAX_ATTEMPTS = 3
 
@@ -70,7 +70,7 @@ def test_a_verify_mail_arrives_with_the_recipient_subject_and_a_working_link(
     assert found.group(1) in html_text(message)
     expect(mailing.admin.client.post(f"/{mailing.name}/auth/verify",
                                      json={"token": found.group(1)}), 200)
-    wait_until(lambda: mailbox(mailing)[0]["status"] == "sent")
+    wait_until(lambda: mailbox(mailing)[0]["status"] == "sent", "the mail sent")
     [kept] = mailbox(mailing)
     assert (kept["to"], kept["text"]) == (email, None)  # with SMTP the body is not kept
 
@@ -92,7 +92,7 @@ def test_a_mail_the_server_refuses_for_good_is_marked_failed_with_its_answer(
     email = new_email()
     smtp.inbox.unknown.add(email)
     sign_up(mailing, email)
-    wait_until(lambda: mailbox(mailing)[0]["status"] != "pending")
+    wait_until(lambda: mailbox(mailing)[0]["status"] != "pending", "the send's outcome")
     [mail] = mailbox(mailing)
     assert mail["status"] == "failed" and mail["error"].startswith("5")
     assert (mail["text"], mail["html"]) == (None, None)  # its verify link is not kept
@@ -103,7 +103,7 @@ def test_a_mail_refused_for_now_on_every_try_is_marked_failed_and_keeps_no_body(
     email = new_email()
     smtp.inbox.refuse_next = MAX_ATTEMPTS
     sign_up(mailing, email)
-    wait_until(lambda: mailbox(mailing)[0]["status"] != "pending")
+    wait_until(lambda: mailbox(mailing)[0]["status"] != "pending", "the send's outcome")
     [mail] = mailbox(mailing)
     assert mail["status"] == "failed" and mail["error"].startswith("4")
     assert (mail["text"], mail["html"]) == (None, None)

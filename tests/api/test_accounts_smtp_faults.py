@@ -19,12 +19,12 @@ from tests.accounts import (
     FAST_RETRIES,
     mailbox,
     stranger_signed_up,
-    wait_until,
     wait_until_sent,
 )
 from tests.scenario import AppWorld
 from tests.servers import ServerProcess, start_server
 from tests.smtp import SmtpServer
+from tests.waiting import wait_until
 
 
 def _mailing(database_url: str, tmp_path: Path, smtp: SmtpServer,
@@ -40,7 +40,7 @@ def test_a_server_that_is_down_gets_the_mail_once_it_comes_back(
         with httpx.Client(base_url=proc.url, timeout=30) as client:
             world = AppWorld.create(proc, client)
             email = stranger_signed_up(world)
-            wait_until(lambda: (mailbox(world)[0].get("error") or "") != "")
+            wait_until(lambda: (mailbox(world)[0].get("error") or "") != "", "the error")
             assert mailbox(world)[0]["status"] == "pending"
             smtp.start()
             assert len(smtp.inbox.wait_for(email)) == 1

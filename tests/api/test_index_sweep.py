@@ -19,10 +19,9 @@ import pytest
 
 from authoric.tables.indexes import physical_name
 from tests.api.test_table_indexes import physical
-from tests.api.test_writes_racing_schema_changes import _wait_for_lock_waiter
 from tests.scenario import AppWorld, expect
 from tests.servers import start_server
-from tests.sse import db_fetch, db_value
+from tests.sse import db_fetch, db_value, wait_for_lock_waiter
 
 WIDE = 60.0
 
@@ -96,7 +95,7 @@ async def test_a_server_with_a_short_statement_timeout_sweeps_even_when_it_must_
         starting = await asyncio.to_thread(start_server, database_url, data_dir,
                                            AUTHORIC_STATEMENT_TIMEOUT_MS=str(SHORT_MS))
         try:
-            await _wait_for_lock_waiter(holder, "authoric.table_indexes", "RowExclusiveLock")
+            await wait_for_lock_waiter(holder, "authoric.table_indexes", "RowExclusiveLock")
             await asyncio.sleep(HELD_S)
             await holding.rollback()
             await asyncio.to_thread(_swept, world, database_url)

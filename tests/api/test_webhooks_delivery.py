@@ -26,11 +26,11 @@ from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from authoric.sdk import Authoric
-from tests.accounts import wait_until
 from tests.receivers import DELIVERING, Receiver
 from tests.scenario import AppWorld, Caller, expect
 from tests.servers import ServerProcess, start_server
 from tests.sse import SSEClient, db_fetch
+from tests.waiting import wait_until
 
 COLUMNS: list[dict[str, Any]] = [{"name": "number", "type": "text", "required": True},
                                  {"name": "status", "type": "text", "default": "received"},
@@ -267,7 +267,8 @@ def test_replay_sends_again_from_a_position(shop: Shop) -> None:
     expect(shop.admin.post(f"{shop.hooks_path}/{made['uid']}/replay", json={"from": "x"}), 422)
     # Replay sends again; it never skips ahead past changes not yet sent.
     path = f"{shop.hooks_path}/{made['uid']}"
-    wait_until(lambda: expect(shop.admin.get(path), 200)["position"] == got[2].id, 60)
+    wait_until(lambda: expect(shop.admin.get(path), 200)["position"] == got[2].id,
+               "the replay's records")
     ahead = str(int(got[2].id) + 2)
     refused = expect(shop.admin.post(f"{path}/replay", json={"from": ahead}), 422,
                      "VALIDATION_FAILED")
@@ -543,7 +544,8 @@ def test_webhook_changes_are_audited_without_their_secret(shop: Shop,
     expect(shop.admin.patch(path, json={"ops": ["insert"]}), 200)
     expect(shop.admin.post(f"{path}/replay", json={"from": "1"}), 200)
     shop.insert(shop.north_clerk, "N-1")
-    wait_until(lambda: [d["status"] for d in shop.deliveries(made["uid"])] == [200, 503], 60)
+    wait_until(lambda: [d["status"] for d in shop.deliveries(made["uid"])] == [200, 503],
+               "the failed attempt and the success in the log")
     deliveries = str(shop.deliveries(made["uid"]))
     expect(shop.admin.delete(path), 204)
     entries = expect(shop.admin.get(f"{shop.world.base}/audit"), 200)["items"]
@@ -680,7 +682,7 @@ def test_operator_pages_through_a_webhooks_deliveries_newest_first(shop: Shop) -
         shop.insert(shop.north_clerk, f"N-{i}")
     positions = [r.id for r in receiver.wait_count(3)]
     path = f"{shop.hooks_path}/{made['uid']}/deliveries"
-    wait_until(lambda: len(shop.deliveries(made["uid"])) == 3, 60)
+    wait_until(lambda: len(shop.deliveries(made["uid"])) == 3, "three records")
     first = expect(shop.admin.get(f"{path}?limit=2"), 200)
     assert [d["position"] for d in first["items"]] == positions[:0:-1]  # the newest two
     assert first["next"] is not None
@@ -714,7 +716,8 @@ def test_a_receiver_that_answers_after_10_s_has_failed_that_attempt_and_gets_a_r
     receiver.answer = slow_once
     made = shop.hook(receiver)
     shop.insert(shop.north_clerk, "N-1")
-    wait_until(lambda: any(d["status"] == 200 for d in shop.deliveries(made["uid"])), 90)
+    wait_until(lambda: any(d["status"] == 200 for d in shop.deliveries(made["uid"])),
+               "the retry's success", timeout=90)
     first, *rest = reversed(shop.deliveries(made["uid"]))  # oldest first
     assert (first["status"], first["error"]) == (None, "no answer within 10 s"), first
     assert first["durationMs"] >= 9_900, first  # ended by the bound, not by an answer

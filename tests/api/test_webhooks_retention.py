@@ -13,8 +13,6 @@ retention test does (tests/api/test_subscribe.py).
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +23,7 @@ from tests.receivers import DELIVERING, Received, Receiver
 from tests.scenario import AppWorld, expect
 from tests.servers import start_server
 from tests.sse import db_value, drop_database, fresh_database, terminate
-
-
-def _poll(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
-    """Wait for a database condition (the database sends no signal for these)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+from tests.waiting import wait_until
 
 
 @pytest.mark.parametrize("turned_failing", [False, True],
@@ -72,14 +63,14 @@ def test_a_webhook_failing_past_the_logs_retention_gets_backfill_expired_then_th
                    for i in range(3)]
             receiver.wait_for(lambda _: len(receiver.received()) >= 2, what="retries")
             if turned_failing:
-                _poll(lambda: expect(world.admin.get(hook), 200)["status"] == "failing",
+                wait_until(lambda: expect(world.admin.get(hook), 200)["status"] == "failing",
                       "the webhook to turn failing")
             last_old = int(db_value(url, "SELECT max(pos) FROM authoric.changes"))
-            _poll(lambda: db_value(url, "SELECT count(*) FROM authoric.changes WHERE pos <= $1 "
+            wait_until(lambda: db_value(url, "SELECT count(*) FROM authoric.changes WHERE pos <= $1 "
                                         "AND created_at >= now() - interval '1.5 seconds'",
                                    last_old) == 0, "the first changes to be older than 1.5 s")
             assert terminate(url, "authoric-sequencer")  # the next leader runs retention first
-            _poll(lambda: (db_value(url, "SELECT pos FROM authoric.log_horizon WHERE id = 1")
+            wait_until(lambda: (db_value(url, "SELECT pos FROM authoric.log_horizon WHERE id = 1")
                            or 0) >= last_old, "retention")
             horizon = int(db_value(url, "SELECT pos FROM authoric.log_horizon WHERE id = 1"))
             after = expect(clerk.post(world.rows("invoices"), json={"number": "after"}), 201)

@@ -20,22 +20,7 @@ import asyncpg
 import httpx
 
 from tests.scenario import AppWorld, Caller, expect
-
-WAIT_S = 20.0  # how long a lock wait may take to show up in pg_locks (a loaded machine)
-
-
-async def _wait_for_lock_waiter(conn: asyncpg.Connection, relation: str, mode: str) -> None:
-    """Until some session waits for `mode` on `relation` (pg_locks, not granted)."""
-    deadline = asyncio.get_running_loop().time() + WAIT_S
-    while asyncio.get_running_loop().time() < deadline:
-        waiting = await conn.fetchval(
-            "SELECT count(*) FROM pg_locks WHERE relation = $1::regclass AND mode = $2 "
-            "AND NOT granted AND database = (SELECT oid FROM pg_database "
-            "WHERE datname = current_database())", relation, mode)
-        if waiting:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"nobody waited for {mode} on {relation}")
+from tests.sse import wait_for_lock_waiter
 
 
 async def _race(database_url: str, relation: str, swap: Any, write: Any) -> tuple[Any, Any]:
@@ -48,9 +33,9 @@ async def _race(database_url: str, relation: str, swap: Any, write: Any) -> tupl
         await holding.start()
         await conn.execute(f"LOCK TABLE {relation} IN ACCESS SHARE MODE")
         swapped = asyncio.ensure_future(asyncio.to_thread(swap))
-        await _wait_for_lock_waiter(conn, relation, "AccessExclusiveLock")
+        await wait_for_lock_waiter(conn, relation, "AccessExclusiveLock")
         written = asyncio.ensure_future(asyncio.to_thread(write))
-        await _wait_for_lock_waiter(conn, relation, "RowExclusiveLock")
+        await wait_for_lock_waiter(conn, relation, "RowExclusiveLock")
         await holding.rollback()
         return await swapped, await written
     finally:

@@ -3,10 +3,7 @@ everything with them, and waiting on a condition (never on a sleep)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from tests.scenario import AppWorld
 
@@ -42,15 +39,3 @@ def shop(world: AppWorld) -> Shop:
     user = world.user()
     world.member(org, user["uid"], ["clerk"])
     return Shop(world, org, user["email"], user["password"])
-
-
-def wait_until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    """Poll `condition` until it is truthy; fail after `timeout` (which only a bug reaches)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)

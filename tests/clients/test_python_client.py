@@ -10,9 +10,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from authoric_client import AsyncClient, AuthoricError, Client, Event
-from tests.clients.python_client_world import Shop, shop, wait_until
+from tests.clients.python_client_world import Shop, shop
 from tests.scenario import AppWorld
 from tests.servers import ServerProcess
+from tests.waiting import wait_until
 
 
 @pytest.fixture

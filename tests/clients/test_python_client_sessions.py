@@ -17,9 +17,10 @@ import httpx
 import pytest
 from authoric_client import AsyncClient, AuthoricError, Client
 from tests.api.test_sessions import clocked_server  # noqa: F401 (a server on the test clock)
-from tests.clients.python_client_world import Shop, shop, wait_until
+from tests.clients.python_client_world import Shop, shop
 from tests.scenario import AppWorld, expect
 from tests.servers import ServerProcess
+from tests.waiting import wait_until
 
 TTL = 60
 

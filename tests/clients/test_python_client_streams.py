@@ -15,9 +15,10 @@ from typing import Any
 import httpx
 import pytest
 from authoric_client import AuthoricError, Backoff, Client, Event, LiveQuery, Subscription
-from tests.clients.python_client_world import Shop, shop, wait_until
+from tests.clients.python_client_world import Shop, shop
 from tests.scenario import AppWorld
 from tests.servers import ServerProcess, free_port, start_server
+from tests.waiting import wait_until
 
 FAST = Backoff(initial=0.05, maximum=1.0)  # reconnect soon after the restart: a shorter test
 # One stream per user, whose lease lapses LEASE_TTL s after the last renewal: a stream killed

@@ -15,7 +15,6 @@ and retries after 50-200 ms, as the one of tests/api/test_webhooks_delivery.py d
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from tests.receivers import DELIVERING, Received, Receiver
 from tests.scenario import AppWorld, Caller
 from tests.scenario import expect as expect_status
 from tests.servers import ServerProcess, start_server
+from tests.waiting import wait_until
 
 COLUMNS: list[dict[str, Any]] = [{"name": "number", "type": "text", "required": True},
                                  {"name": "amount", "type": "numeric"}]
@@ -86,17 +86,6 @@ def invoice(world: AppWorld, clerk: Caller, number: str) -> dict[str, Any]:
                                          json={"number": number, "amount": "10.00"}), 201))
 
 
-def wait_until(check: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    """The first truthy `check()`, asked until `timeout` seconds have passed."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def changes(receiver: Receiver) -> list[Received]:
     """Each change the receiver got, once per `webhook-id` (test sends left out)."""
     return [got for got in receiver.first_seen() if not got.id.startswith("test_")]
@@ -139,12 +128,17 @@ def delivered_positions(page: Page) -> list[str]:
     return [row.get_by_role("cell").first.inner_text() for row in delivery_rows(page).all()]
 
 
-def create_webhook(page: Page, receiver: Receiver) -> str:
-    """Creates a webhook of `invoices` to `receiver` from the page; returns the secret it
-    shows, once the test send's answer is in the webhook's row, and dismisses it."""
+def submit_new_webhook(page: Page, receiver: Receiver) -> None:
+    """Fills the New webhook form (`invoices` to `receiver`) and submits it."""
     page.get_by_label("Webhook URL").fill(receiver.url)
     page.get_by_role("group", name="Tables").get_by_label("invoices").check()
     page.get_by_role("button", name="Create and send a test").click()
+
+
+def create_webhook(page: Page, receiver: Receiver) -> str:
+    """Creates a webhook of `invoices` to `receiver` from the page; returns the secret it
+    shows, once the test send's answer is in the webhook's row, and dismisses it."""
+    submit_new_webhook(page, receiver)
     shown = page.get_by_test_id("webhook-secret")
     expect(shown).to_contain_text("whsec_")
     secret = shown.locator("code").inner_text()
@@ -160,9 +154,7 @@ def test_operator_creates_a_webhook_sends_a_test_and_sees_its_deliveries(
     receiver = receivers()
     go(console, world, "webhooks")
     expect(console.get_by_test_id("webhooks")).to_contain_text("No webhook yet.")
-    console.get_by_label("Webhook URL").fill(receiver.url)
-    console.get_by_role("group", name="Tables").get_by_label("invoices").check()
-    console.get_by_role("button", name="Create and send a test").click()
+    submit_new_webhook(console, receiver)
 
     # The secret is shown once; the test send's answer is in the webhook's row.
     shown = console.get_by_test_id("webhook-secret")
@@ -189,7 +181,7 @@ def test_operator_creates_a_webhook_sends_a_test_and_sees_its_deliveries(
     got = changes(receiver)
     assert numbers(got) == ["N-1", "N-2", "N-3"]
     uid = hook_of(world, receiver)["uid"]
-    wait_until(lambda: len(recorded(world, uid)) >= 3, "the deliveries log")
+    wait_until(lambda: len(recorded(world, uid)) >= 3, "the deliveries log", timeout=WAIT)
     row.get_by_role("button", name="Deliveries").click()
     # Position, attempt, at, HTTP status, duration, error; newest first.
     expect(delivery_rows(console).get_by_role("cell")).to_have_text(
@@ -238,7 +230,7 @@ def test_operator_replays_from_a_position_and_rotates_the_secret(
     receiver.wait_for(lambda _: len(changes(receiver)) >= 3, WAIT, "three changes")
     got = changes(receiver)
     uid = hook_of(world, receiver)["uid"]
-    wait_until(lambda: len(recorded(world, uid)) >= 3, "the deliveries log")
+    wait_until(lambda: len(recorded(world, uid)) >= 3, "the deliveries log", timeout=WAIT)
 
     # Replay from the second position: the receiver gets the second and third again.
     row = hook_row(console, receiver)
@@ -252,7 +244,7 @@ def test_operator_replays_from_a_position_and_rotates_the_secret(
     again = receiver.received()[sent_before:]
     assert [r.id for r in again] == [got[1].id, got[2].id]
     assert numbers(again) == ["N-2", "N-3"]
-    wait_until(lambda: len(recorded(world, uid)) >= 5, "the replay in the deliveries log")
+    wait_until(lambda: len(recorded(world, uid)) >= 5, "the replay in the deliveries log", timeout=WAIT)
     row.get_by_role("button", name="Deliveries").click()
     expect(delivery_rows(console)).to_have_count(5)
     assert sorted(delivered_positions(console)) == sorted(
@@ -286,7 +278,7 @@ def test_operator_sees_a_webhook_whose_receiver_answers_500_turn_failing_and_res
     expect(row.get_by_test_id("test-send")).to_contain_text("test: HTTP 500 in")
     invoice(world, clerk, "N-1")
     uid = wait_until(lambda: (hook := hook_of(world, receiver))["status"] == "failing"
-                     and hook["uid"], "the webhook to turn failing")
+                     and hook["uid"], "the webhook to turn failing", timeout=WAIT)
     let_go(server, uid, WAIT)  # failing: nothing more is tried
 
     # Without a reload: the page reads its webhooks again every few seconds.
@@ -307,6 +299,6 @@ def test_operator_sees_a_webhook_whose_receiver_answers_500_turn_failing_and_res
     expect(status_cell(row)).to_have_text(re.compile(r"^active"))
     receiver.wait_for(lambda _: len(receiver.received()) > sent, WAIT, "N-1 after the resume")
     assert [r.id for r in receiver.received()[sent:]] == [position]
-    wait_until(lambda: recorded(world, uid)[0]["status"] == 200, "the success in the log")
+    wait_until(lambda: recorded(world, uid)[0]["status"] == 200, "the success in the log", timeout=WAIT)
     row.get_by_role("button", name="Deliveries").click()
     expect(attempts.first.get_by_role("cell").nth(3)).to_have_text("200")  # newest first
