@@ -66,17 +66,30 @@ def paths_tree(paths: ExpandPaths) -> Tree:
     return tree
 
 
+def unfollowed(table: TableDef | None, path: tuple[str, ...],
+               definition_of: Callable[[str], TableDef | None]) -> tuple[str, str] | None:
+    """Where `path` stops following reference columns from `table`: (that table's name, the
+    name that is not a reference column of it), or None when it follows them to the end. The
+    one rule for REST's `expand`, a stream's and a webhook's."""
+    for name in path:
+        if table is None:
+            return "", name
+        column = table.column(name)
+        if column is None or column.references is None:
+            return table.name, name
+        table = definition_of(column.references)
+    return None
+
+
 def expansion_tree(access: Access, paths: ExpandPaths) -> Tree:
     """The paths as a tree of reference names, each checked against its table (400 for a name
     that is not a reference column)."""
     for path in paths:
-        table = access.table
-        for name in path:
-            column = table.definition.column(name)
-            if column is None or column.references is None:
-                raise BadRequest(f"{name!r} is not a reference column of {table.name!r}",
-                                 {"expand": ".".join(path)})
-            table = access.snapshot.table(column.references)
+        stop = unfollowed(access.table.definition, path,
+                          lambda name: access.snapshot.table(name).definition)
+        if stop is not None:
+            raise BadRequest(f"{stop[1]!r} is not a reference column of {stop[0]!r}",
+                             {"expand": ".".join(path)})
     return paths_tree(paths)
 
 
@@ -85,16 +98,9 @@ def unreached_paths(definitions: Mapping[str, TableDef], tables: Sequence[str],
     """The paths (dotted) that no table of `tables` follows through reference columns: a
     webhook over several tables expands each path where its table has it, so a path only
     needs one table to reach it; one that none reaches is a mistake (a typo, a plain column)."""
-    def reaches(table: TableDef | None, path: tuple[str, ...]) -> bool:
-        for name in path:
-            column = table.column(name) if table is not None else None
-            if column is None or column.references is None:
-                return False
-            table = definitions.get(column.references)
-        return True
-
     return [".".join(path) for path in paths
-            if not any(reaches(definitions.get(name), path) for name in tables)]
+            if all(unfollowed(definitions.get(name), path, definitions.get) is not None
+                   for name in tables)]
 
 
 def governed_reader(admit: Callable[[str, str], Access]) -> Admit:
